@@ -1,0 +1,218 @@
+"""The data model that crosses rooms: findings, chains, sites, fixes, dynamic events.
+
+Analyzers produce these, renderers and the gate consume them; nothing else is shared.
+Every class round-trips through plain dicts (``to_dict`` / ``from_dict``) so JSON output,
+baselines and trace files all speak the same shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+SCHEMA_VERSION = "1.0"
+
+SEVERITIES = ("info", "warning", "error")
+CONFIDENCES = ("low", "medium", "high")
+
+# How a hop's callee was believed; the report shows these words.
+VIA_ENTRY = "entry"
+VIA_IMPORT = "import"
+VIA_LOCAL = "local definition"
+VIA_SELF = "self method"
+VIA_SUPER = "super()"
+VIA_ATTR_TYPE = "attribute type"
+VIA_MODULE_CALL = "nn.Module call -> forward"
+VIA_CONSTRUCTOR = "constructor -> __init__"
+VIA_HIERARCHY = "class hierarchy fallback"
+VIA_DISPATCH = "dispatch table"
+VIA_DECORATOR = "decorator wrapper"
+VIA_RETURN = "return value"
+VIA_FACTORY = "factory"
+
+
+def severity_rank(severity: str) -> int:
+    """Order severities so thresholds compare; unknown words rank lowest."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else -1
+
+
+def confidence_rank(confidence: str) -> int:
+    return CONFIDENCES.index(confidence) if confidence in CONFIDENCES else -1
+
+
+class _Record:
+    """Dict round-trip for the dataclasses below (nested records and tuples included)."""
+
+    _nested: dict[str, type] = {}
+    _nested_lists: dict[str, type] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                continue
+            if key in cls._nested and value is not None:
+                value = cls._nested[key].from_dict(value)
+            elif key in cls._nested_lists:
+                value = tuple(cls._nested_lists[key].from_dict(v) for v in value or ())
+            elif isinstance(value, list):
+                value = tuple(value)
+            kwargs[key] = value
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Hop(_Record):
+    """One function on the way from the entry to the hazard, and why we believe the call."""
+
+    function: str  # qualified name, e.g. flashinfer.jit.cpp_ext.get_cuda_version
+    file: str  # path as the user would open it (relative to the target root)
+    line: int  # line of the call that leads to the next hop (or of the def for the entry)
+    via: str  # one of the VIA_* words
+    confidence: str = "high"
+    package: str = ""  # distribution the file belongs to, e.g. flashinfer-python
+    note: str = ""  # e.g. "functools.cache: traced through", "3 other candidates"
+    code: str = ""  # the source line at `line`
+
+
+@dataclass(frozen=True)
+class Site(_Record):
+    """Where the untraceable thing happens, in code the user (or a library) owns."""
+
+    file: str
+    line: int
+    function: str  # qualified name of the function holding the call
+    callee: str  # what is called there, e.g. subprocess.check_output
+    code: str = ""  # the source line
+    package: str = ""
+    column: int = 0
+
+
+@dataclass(frozen=True)
+class Outcome(_Record):
+    """What Dynamo does when it reaches the site."""
+
+    kind: str  # graph_break | frame_skip | recompile | hard_error | trace_time | skipped_when_compiled | ok
+    gb_id: str = ""  # Dynamo's own id, e.g. GB0007 ("" when Dynamo has none)
+    gb_type: str = ""  # Unsupported.gb_type text
+    fatal_under_fullgraph: bool = False
+    explanation: str = ""  # Dynamo's explanation (from graph_break_registry.json where known)
+    hints: tuple[str, ...] = ()
+    detail: str = ""  # e.g. "at threading.Lock() inside subprocess.Popen.__init__"
+
+
+@dataclass(frozen=True)
+class Fix(_Record):
+    """One way out, placed at a boundary; `sound` is False for a fix users ask for that would not work."""
+
+    kind: str  # custom_op | assume_constant_result | hoist | allow_in_graph | prewarm | guard | remove | disable
+    at: str  # qualified name of the function the fix wraps or edits
+    summary: str  # one sentence: what and why here
+    file: str = ""
+    line: int = 0
+    snippet: str = ""
+    sound: bool = True
+
+
+@dataclass(frozen=True)
+class Finding(_Record):
+    rule: str  # DC###
+    title: str
+    severity: str
+    site: Site
+    chain: tuple[Hop, ...]
+    outcome: Outcome
+    fixes: tuple[Fix, ...] = ()
+    confidence: str = "high"  # the weakest hop's confidence
+    fingerprint: str = ""
+    entry: str = ""
+    family: str = ""
+    status: str = "predicted"  # predicted | confirmed | seen_only | suppressed
+    note: str = ""  # e.g. suppression reason, or why a fix users ask for is unsound
+    also_reached_by: int = 0  # how many other entries/chains reach this site
+
+    _nested = {"site": Site, "outcome": Outcome}
+    _nested_lists = {"chain": Hop, "fixes": Fix}
+
+
+@dataclass(frozen=True)
+class Target(_Record):
+    """A source tree that was scanned."""
+
+    spec: str  # what the user asked for (sglang==0.5.9, a path, a dist name)
+    name: str  # distribution name
+    version: str
+    root: str  # folder holding the top-level packages
+    kind: str  # pip | wheel | folder | installed
+
+
+@dataclass(frozen=True)
+class Problem(_Record):
+    """Input that was skipped, said once in the report instead of a traceback."""
+
+    kind: str  # syntax_error | too_large | unreadable | unresolved_entry | cycle
+    file: str
+    message: str
+
+
+@dataclass
+class ScanStats(_Record):
+    files_in_trees: int = 0
+    files_parsed: int = 0
+    cache_hits: int = 0
+    functions_visited: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class ScanResult(_Record):
+    targets: tuple[Target, ...]
+    entries: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    problems: tuple[Problem, ...] = ()
+    stats: ScanStats = field(default_factory=ScanStats)
+    schema_version: str = SCHEMA_VERSION
+    tool_version: str = ""
+    torch_version: str = ""  # "" when the catalogue, not torch, gave the GB ids
+
+    _nested = {"stats": ScanStats}
+    _nested_lists = {"targets": Target, "findings": Finding, "problems": Problem}
+
+
+@dataclass(frozen=True)
+class Frame(_Record):
+    file: str
+    line: int
+    function: str
+    code: str = ""
+
+
+@dataclass(frozen=True)
+class Event(_Record):
+    """One thing the recorder saw in one process."""
+
+    kind: str  # graph_break | frame_skip | fullgraph_error | recompile | recompile_limit | side_effect | cuda_graph
+    pid: int
+    rank: int = -1
+    gb_id: str = ""
+    gb_type: str = ""
+    reason: str = ""
+    explanation: str = ""
+    hints: tuple[str, ...] = ()
+    user_stack: tuple[Frame, ...] = ()
+    site: Frame | None = None  # first frame a user can act on (non-stdlib, non-torch)
+    compiled_frame: str = ""  # the frame Dynamo was compiling
+    phase: str = ""  # tracing | compiled_runtime | outside (side effects)
+    fatal_under_fullgraph: bool = False
+    count: int = 1
+    detail: str = ""
+    argv: tuple[str, ...] = ()
+    time: float = 0.0
+
+    _nested = {"site": Frame}
+    _nested_lists = {"user_stack": Frame}
