@@ -216,3 +216,69 @@ class Event(_Record):
 
     _nested = {"site": Frame}
     _nested_lists = {"user_stack": Frame}
+
+
+@dataclass(frozen=True)
+class ProcessInfo(_Record):
+    pid: int
+    rank: int = -1
+    argv: tuple[str, ...] = ()
+    events: int = 0
+    ended: str = ""  # "exit 0", "killed", "" when unknown (a crash leaves no end record)
+
+
+@dataclass(frozen=True)
+class Match(_Record):
+    """A static finding and the dynamic events that correspond to it."""
+
+    status: str  # confirmed | predicted_only | seen_only
+    fingerprint: str = ""  # the finding's ("" for seen_only)
+    events: tuple[int, ...] = ()  # indexes into TraceResult.events
+    note: str = ""  # for seen_only: which hop the scan could not resolve, when known
+
+
+@dataclass
+class TraceResult(_Record):
+    """Every process of one traced command, merged and deduplicated across ranks and layers."""
+
+    command: tuple[str, ...]
+    processes: tuple[ProcessInfo, ...]
+    events: tuple[Event, ...]
+    exit_code: int = 0
+    schema_version: str = SCHEMA_VERSION
+    torch_version: str = ""
+
+    _nested_lists = {"processes": ProcessInfo, "events": Event}
+
+
+@dataclass
+class Review(_Record):
+    """What renderers take: a scan, a trace, or both with their matches."""
+
+    scan: ScanResult | None = None
+    trace: TraceResult | None = None
+    matches: tuple[Match, ...] = ()
+
+    _nested = {"scan": ScanResult, "trace": TraceResult}
+    _nested_lists = {"matches": Match}
+
+
+@dataclass
+class Diff(_Record):
+    """Findings of two dependency sets (or a baseline and a scan), compared by fingerprint."""
+
+    before: tuple[str, ...]  # specs or baseline path
+    after: tuple[str, ...]
+    added: tuple[Finding, ...] = ()
+    removed: tuple[Finding, ...] = ()
+    changed: tuple[Finding, ...] = ()  # same fingerprint, different outcome/severity (the new one)
+    unchanged: tuple[Finding, ...] = ()
+    suppressed: tuple[Finding, ...] = ()
+
+    _nested_lists = {
+        "added": Finding,
+        "removed": Finding,
+        "changed": Finding,
+        "unchanged": Finding,
+        "suppressed": Finding,
+    }
