@@ -53,15 +53,16 @@ def resolve_target(
             f"{spec} is a file, not a folder or a wheel.",
             "Pass the folder that holds its top-level package instead.",
         )
-    requirement = parse_requirement(spec)
-    if requirement is None or _looks_like_path(spec):
-        raise _nothing_named(spec)
-    if not (requirement.specifier or requirement.url):
+    requirement = None if _looks_like_path(spec) else parse_requirement(spec)
+    bare = spec.isidentifier() or (requirement is not None and not (requirement.specifier or requirement.url))
+    if bare:
         installed = resolve_installed(spec)
         if installed is not None:
             return installed
-        if offline and cached_wheel(requirement, wheels_dir(cache)) is None:
-            raise _nothing_named(spec, offline=True)
+    if requirement is None:
+        raise _nothing_named(spec)
+    if bare and offline and cached_wheel(requirement, wheels_dir(cache)) is None:
+        raise _nothing_named(spec, offline=True)
     try:
         wheel = fetch_wheel(spec, requirement, wheels_dir(cache), offline=offline, pip=pip)
     except NoSuchDistribution as exc:
