@@ -168,11 +168,12 @@ class ModuleLocator:
         names += sorted(m for m in listing.modules if m not in listing.folders)
         return names
 
-    def _holds_python(self, folder: Path) -> bool:
+    def _holds_python(self, folder: Path, depth: int = 4) -> bool:
+        """A package, or a namespace package with a ``.py`` file within ``depth`` folders."""
         listing = self._listing(folder)
-        return bool(listing.has_init or listing.modules) or any(
-            self._listing(folder / sub).has_init for sub in listing.folders
-        )
+        if listing.has_init or listing.modules:
+            return True
+        return depth > 1 and any(self._holds_python(folder / sub, depth - 1) for sub in listing.folders)
 
     def _locate(self, path: Path | str) -> tuple[_Root, tuple[str, ...]] | None:
         """(root, parts relative to it) for the longest target root holding ``path``."""
