@@ -189,6 +189,16 @@ def test_cached_wheel_satisfies_requirement_with_canonical_names(cache, spec, ve
     assert Path(target.root).name == f"flashinfer_python-{version}"
 
 
+def test_url_requirement_takes_the_wheel_pip_saved_and_reports_progress(cache):
+    spec = "tinypkg @ https://example.invalid/tinypkg-4.2-py3-none-any.whl"
+    pip = FakePip({spec: ("4.2", PKG)})
+    events: list[tuple[str, int, int]] = []
+    target = resolve_target(spec, cache_dir=cache, pip=pip, progress=lambda *e: events.append(e))
+    assert (target.kind, target.name, target.version) == ("pip", "tinypkg", "4.2")
+    assert events[0] == (f"downloading {spec} with pip", 0, 0)
+    assert events[-1] == ("unpacking tinypkg-4.2-py3-none-any.whl", 3, 3)
+
+
 def test_offline_without_a_cached_wheel_names_the_spec_and_the_fix(cache):
     pip = FakePip()
     with pytest.raises(UserError) as caught:

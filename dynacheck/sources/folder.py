@@ -39,9 +39,9 @@ def resolve_folder(spec: str, folder: Path) -> Target:
 
 def folder_packages(target: Target) -> tuple[str, ...]:
     """Top-level names a folder target is limited to: its own name when it is a package, else all."""
-    spec_dir = Path(target.spec).expanduser()
-    if spec_dir.is_dir() and (spec_dir / "__init__.py").is_file():
-        return (spec_dir.resolve().name,)
+    spec_dir = Path(target.spec).expanduser().resolve()
+    if spec_dir.parent == Path(target.root).resolve() and (spec_dir / "__init__.py").is_file():
+        return (spec_dir.name,)
     return ()
 
 

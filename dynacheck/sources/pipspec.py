@@ -20,7 +20,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from dynacheck.errors import UserError
-from dynacheck.sources.wheel import wheel_name
+from dynacheck.sources.wheel import Progress, wheel_name
 
 PIP_ENV = "DYNACHECK_PIP"
 PIP_TIMEOUT_S = 900
@@ -116,6 +116,7 @@ def fetch_wheel(
     *,
     offline: bool,
     pip: PipRunner | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """A wheel satisfying ``requirement``: from the cache, else downloaded there by pip."""
     hit = cached_wheel(requirement, cache_wheels)
@@ -128,10 +129,14 @@ def fetch_wheel(
         )
     cache_wheels.mkdir(parents=True, exist_ok=True)
     runner = pip if pip is not None else run_pip
+    if progress is not None:
+        progress(f"downloading {spec} with pip", 0, 0)
     result = runner(_download_args(spec, cache_wheels))
     if result.returncode != 0:
         raise _pip_failure(spec, requirement, result, cache_wheels)
     hit = cached_wheel(requirement, cache_wheels)
+    if hit is None and requirement.url:  # a URL names no version: take the wheel pip just saved
+        hit = _newest_named(requirement.name, cache_wheels)
     if hit is None:
         raise UserError(
             f"pip download finished but left no wheel matching {spec} in {cache_wheels}.",
@@ -153,6 +158,18 @@ def _download_args(spec: str, dest: Path) -> list[str]:
         str(dest),
         spec,
     ]
+
+
+def _newest_named(name: str, wheels: Path) -> Path | None:
+    wanted = canonicalize_name(name)
+    named = []
+    for path in _wheel_files(wheels):
+        try:
+            if wheel_name(path).name == wanted:
+                named.append(path)
+        except UserError:
+            continue
+    return max(named, key=lambda p: p.stat().st_mtime_ns) if named else None
 
 
 def _wheel_files(wheels: Path) -> list[Path]:

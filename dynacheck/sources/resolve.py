@@ -42,19 +42,40 @@ def resolve_target(
         raise UserError("An empty target was given.", _ANY_KIND)
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     path = Path(spec).expanduser()
+    if path.exists() or (spec.endswith(".whl") and not _is_url_requirement(spec)):
+        return _resolve_path(spec, path, cache, progress)
+    return _resolve_name(spec, cache, offline=offline, progress=progress, pip=pip)
+
+
+def resolve_targets(specs: Iterable[str], **options) -> list[Target]:
+    """Resolve several specs in order (the order decides which target wins a shared module)."""
+    return [resolve_target(spec, **options) for spec in specs]
+
+
+def _resolve_path(spec: str, path: Path, cache: Path, progress: Progress | None) -> Target:
+    """A folder or a wheel file the user named by its path."""
     if path.is_dir():
         return resolve_folder(spec, path)
     if spec.endswith(".whl"):
         if not path.is_file():
-            raise UserError(f"No wheel file {spec}.", "Check the path, or pass a pip requirement such as name==1.0.")
+            raise UserError(
+                f"No wheel file {spec}.", "Check the path, or pass a pip requirement such as name==1.0."
+            )
         return _from_wheel(spec, path, "wheel", cache, progress)
-    if path.exists():
-        raise UserError(
-            f"{spec} is a file, not a folder or a wheel.",
-            "Pass the folder that holds its top-level package instead.",
-        )
+    raise UserError(
+        f"{spec} is a file, not a folder or a wheel.",
+        "Pass the folder that holds its top-level package instead.",
+    )
+
+
+def _resolve_name(
+    spec: str, cache: Path, *, offline: bool, progress: Progress | None, pip: PipRunner | None
+) -> Target:
+    """An installed distribution (for a bare name) or a pip requirement, fetched into the cache."""
     requirement = None if _looks_like_path(spec) else parse_requirement(spec)
-    bare = spec.isidentifier() or (requirement is not None and not (requirement.specifier or requirement.url))
+    bare = spec.isidentifier() or (
+        requirement is not None and not (requirement.specifier or requirement.url)
+    )
     if bare:
         installed = resolve_installed(spec)
         if installed is not None:
@@ -64,17 +85,14 @@ def resolve_target(
     if bare and offline and cached_wheel(requirement, wheels_dir(cache)) is None:
         raise _nothing_named(spec, offline=True)
     try:
-        wheel = fetch_wheel(spec, requirement, wheels_dir(cache), offline=offline, pip=pip)
+        wheel = fetch_wheel(
+            spec, requirement, wheels_dir(cache), offline=offline, pip=pip, progress=progress
+        )
     except NoSuchDistribution as exc:
         if exc.name_unknown and close_installed_names(requirement.name):
             raise UserError(exc.message, _suggestion(requirement.name)) from None
         raise
     return _from_wheel(spec, wheel, "pip", cache, progress)
-
-
-def resolve_targets(specs: Iterable[str], **options) -> list[Target]:
-    """Resolve several specs in order (the order decides which target wins a shared module)."""
-    return [resolve_target(spec, **options) for spec in specs]
 
 
 def _from_wheel(spec: str, wheel: Path, kind: str, cache: Path, progress: Progress | None) -> Target:
@@ -84,8 +102,13 @@ def _from_wheel(spec: str, wheel: Path, kind: str, cache: Path, progress: Progre
     return Target(spec=spec, name=name, version=version, root=str(tree), kind=kind)
 
 
+def _is_url_requirement(spec: str) -> bool:
+    requirement = parse_requirement(spec)
+    return requirement is not None and bool(requirement.url)
+
+
 def _looks_like_path(spec: str) -> bool:
-    return spec.startswith((".", "/", "~")) or "/" in spec.split(" @ ")[0] or "\\" in spec
+    return spec.startswith((".", "/", "~")) or "/" in spec.split("@")[0] or "\\" in spec
 
 
 def _nothing_named(spec: str, *, offline: bool = False) -> UserError:

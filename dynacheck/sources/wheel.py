@@ -22,7 +22,8 @@ from packaging.version import Version
 from dynacheck.errors import UserError
 from dynacheck.sources.cache import build_atomically, trees_dir
 
-# progress(label, done, total): called while unpacking when the caller asks for it.
+# progress(label, done, total): called only when the caller passes one; total 0 = no known end
+# (a pip download), else files unpacked so far out of total.
 Progress = Callable[[str, int, int], None]
 
 MARKER = ".dynacheck-tree.json"
