@@ -211,7 +211,10 @@ def test_offline_without_a_cached_wheel_names_the_spec_and_the_fix(cache):
 def test_pip_network_failure_reads_as_offline(cache):
     with pytest.raises(UserError) as caught:
         resolve_target("sglang==0.5.9", cache_dir=cache, pip=FakePip(fail=builders.OFFLINE_PIP))
-    assert caught.value.message.startswith("Cannot fetch sglang==0.5.9: pip could not reach the package index")
+    assert caught.value.message == (
+        "Cannot fetch sglang==0.5.9: pip could not reach the package index "
+        "(Temporary failure in name resolution)."
+    )
     assert "pip download --no-deps" in caught.value.hint
 
 

@@ -25,21 +25,23 @@ from dynacheck.sources.wheel import Progress, wheel_name
 PIP_ENV = "DYNACHECK_PIP"
 PIP_TIMEOUT_S = 900
 
-# Words pip (urllib3, requests) prints when the index cannot be reached at all.
+# Words pip (urllib3, requests) prints when the index cannot be reached at all; the readable
+# ones first, since the first one found is shown to the user.
 _NETWORK_MARKERS = (
-    "NewConnectionError",
-    "Failed to establish a new connection",
     "Temporary failure in name resolution",
     "Name or service not known",
-    "nodename nor servname",
+    "nodename nor servname provided",
     "Network is unreachable",
     "Connection refused",
+    "Connection timed out",
+    "Failed to establish a new connection",
+    "NewConnectionError",
     "ConnectTimeoutError",
     "ReadTimeoutError",
     "ProxyError",
+    "SSLError",
     "connection broken by",
     "Could not fetch URL",
-    "SSLError",
 )
 
 
