@@ -18,6 +18,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from dynacheck.errors import UserError
 from dynacheck.sources.wheel import Progress, wheel_name
@@ -99,7 +100,7 @@ def cached_wheel(requirement: Requirement, wheels: Path) -> Path | None:
     if requirement.url:
         return None
     wanted = canonicalize_name(requirement.name)
-    candidates = {}
+    candidates: dict[Version, Path] = {}
     for path in _wheel_files(wheels):
         try:
             parsed = wheel_name(path)
