@@ -212,7 +212,7 @@ class Reacher:
         mode = mode or node.key.mode
         key = self._key(func, bound, mode)
         edge = Node(key, func, bound, node.key, call.line, func.via, weaker(confidence, func.confidence),
-                    note or func.note, call.loop)
+                    func.note or note, call.loop)
         existing = result.nodes.get(key)
         if existing is not None:
             if existing.parent != node.key and len(existing.others) < MAX_OTHER_CALLERS:
