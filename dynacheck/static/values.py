@@ -344,7 +344,8 @@ class Evaluator:
             if name in EXTERNAL_FACTORIES:
                 return [Value("extinst", name=EXTERNAL_FACTORIES[name])]
             if name in NAMESPACE_FACTORIES:
-                items = tuple((k, v) for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
+                items = tuple((k, replace(v, via=m.VIA_RETURN) if v.kind == "func" else v)
+                              for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
                 return [Value("ns", items=items, via=m.VIA_RETURN)]
             if name in CONTAINER_FACTORIES:
                 return [self._container(call_expr[2], scope, depth)]
