@@ -23,6 +23,17 @@ CACHE_DECORATORS = ("functools.cache", "functools.lru_cache")
 MAX_ALTERNATIVES = 4
 
 
+def _memo(function: Callable[[str], str]) -> Callable[[str], str]:
+    cache: dict[str, str] = {}
+
+    def lookup(path: str) -> str:
+        if path not in cache:
+            cache[path] = function(path)
+        return cache[path]
+
+    return lookup
+
+
 def _path(walk: Walk, key: NodeKey | None) -> list[NodeKey]:
     """Entry-to-node keys along the first (shortest) parents."""
     keys: list[NodeKey] = []
@@ -55,8 +66,8 @@ class FindingBuilder:
                  package_of: Callable[[str], str]) -> None:
         self.index = index
         self.catalog = catalog
-        self.display = display  # absolute path -> path shown to users
-        self.package_of = package_of  # absolute path -> distribution name
+        self.display = _memo(display)  # absolute path -> path shown to users
+        self.package_of = _memo(package_of)  # absolute path -> distribution name
         self.lines = SourceLines()
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
