@@ -88,6 +88,7 @@ class Rule:
     fixture_fire: str = ""
     fixture_quiet: str = ""
     source: str = ""  # the TOML file the rule came from
+    explained_by: str = "catalogue"  # where outcome.explanation came from: "catalogue" or "torch <version>"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,9 +157,10 @@ class Catalog:
         by_name = {r.name: r for r in self.rules}
         if rule_id.strip() in by_name:
             return by_name[rule_id.strip()]
-        close = difflib.get_close_matches(key, list(self._by_id), n=3, cutoff=0.5)
+        close = [i for i in self._by_id if key and i.startswith(key)][:5]
+        close += difflib.get_close_matches(key, list(self._by_id), n=3, cutoff=0.5)
         close += [by_name[n].id for n in difflib.get_close_matches(rule_id, list(by_name), n=2, cutoff=0.6)]
-        close = list(dict.fromkeys(close))
+        close = list(dict.fromkeys(close))[:5]
         hint = f"Closest: {', '.join(close)}." if close else "Run `dynacheck rules` to list them."
         raise UserError(f"Unknown rule id {rule_id!r}.", hint)
 
@@ -314,18 +316,19 @@ def read_rule_file(path: Path) -> list[Rule]:
     return rules
 
 
-def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry]) -> Rule:
+def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry], torch_version: str = "") -> Rule:
     """Take the GB type, explanation and hints from torch's registry where it knows the id."""
     entry = registry.get(rule.outcome.gb_id) if rule.outcome.gb_id else None
     if entry is None:
         return rule
+    explained_by = f"torch {torch_version}".strip() if entry.explanation else rule.explained_by
     outcome = replace(
         rule.outcome,
         gb_type=entry.gb_type or rule.outcome.gb_type,
         explanation=entry.explanation or rule.outcome.explanation,
         hints=entry.hints or rule.outcome.hints,
     )
-    return replace(rule, outcome=outcome)
+    return replace(rule, outcome=outcome, explained_by=explained_by)
 
 
 def _check_unique_claims(rules: list[Rule]) -> None:
@@ -353,7 +356,7 @@ def build_catalog(
             if rule.id in seen:
                 raise _fail(path.name, rule.id, f"duplicate id (also in {seen[rule.id]})")
             seen[rule.id] = path.name
-            rules.append(enrich(rule, registry) if registry else rule)
+            rules.append(enrich(rule, registry, torch_version) if registry else rule)
     rules.sort(key=lambda r: r.id)
     _check_unique_claims(rules)
     gb_source = f"torch {torch_version}" if registry else "catalogue"
