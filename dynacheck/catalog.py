@@ -60,6 +60,26 @@ _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")
 _OUTCOME_REQUIRED = ("kind", "fatal_under_fullgraph")
 _OUTCOME_OPTIONAL = ("gb_id", "gb_type", "detail", "explanation", "hints")
 _FIX_KEYS = ("kind", "text", "sound")
+# Other spellings of the same callables (the module that really defines them); rules use the
+# public spelling on the right.
+_ALIASES = (
+    ("posixpath.", "os.path."),
+    ("ntpath.", "os.path."),
+    ("genericpath.", "os.path."),
+    ("pathlib.PosixPath.", "pathlib.Path."),
+    ("pathlib.WindowsPath.", "pathlib.Path."),
+    ("_io.", "io."),
+    ("threading._RLock.", "threading.RLock."),
+    ("_thread.lock.", "_thread.LockType."),
+)
+
+
+def canonical_name(qualname: str) -> str:
+    """The public spelling of a callable's name, e.g. ``posixpath.exists`` -> ``os.path.exists``."""
+    for prefix, public in _ALIASES:
+        if qualname.startswith(prefix):
+            return public + qualname[len(prefix) :]
+    return qualname
 
 
 @dataclass(frozen=True)
@@ -131,7 +151,7 @@ class Catalog:
     _globs: list[tuple[tuple[int, int, int], str, Rule]] = field(default_factory=list, repr=False)
     _methods: dict[str, Rule] = field(default_factory=dict, repr=False)
     _boundaries: dict[str, Rule] = field(default_factory=dict, repr=False)
-    _call_cache: dict[str, Rule | None] = field(default_factory=dict, repr=False)
+    _call_cache: dict[str, tuple[Rule, str] | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for rule in self.rules:  # rules arrive sorted by id: the first claimant of a key wins ties
@@ -166,16 +186,27 @@ class Catalog:
 
     def match_call(self, qualname: str) -> Rule | None:
         """The rule for a call to ``qualname`` (exact names beat globs; more specific globs win)."""
-        if qualname in self._call_cache:
-            return self._call_cache[qualname]
+        hit = self.match_call_pattern(qualname)
+        return hit[0] if hit else None
+
+    def match_call_pattern(self, qualname: str) -> tuple[Rule, str] | None:
+        """The rule and the pattern that matched, so a finding can say why the rule fired."""
+        if qualname not in self._call_cache:
+            hit = self._match(qualname)
+            public = canonical_name(qualname)
+            if hit is None and public != qualname:
+                hit = self._match(public)
+            self._call_cache[qualname] = hit
+        return self._call_cache[qualname]
+
+    def _match(self, qualname: str) -> tuple[Rule, str] | None:
         rule = self._exact.get(qualname)
-        if rule is None:
-            for _, pattern, candidate in self._globs:
-                if fnmatchcase(qualname, pattern):
-                    rule = candidate
-                    break
-        self._call_cache[qualname] = rule
-        return rule
+        if rule is not None:
+            return rule, qualname
+        for _, pattern, candidate in self._globs:
+            if fnmatchcase(qualname, pattern):
+                return candidate, pattern
+        return None
 
     def match_method(self, name: str) -> Rule | None:
         """The rule for ``<receiver of unknown type>.name(...)``: only tensor hazards are listed."""
