@@ -90,6 +90,7 @@ class FindingBuilder:
                     note=self._note(hit),
                 )
                 best[key] = (finding, facts)
+        self._add_loop_findings(best, counts)
         findings = []
         below = self._hazards_below(best)
         for key, (finding, facts) in best.items():
@@ -100,6 +101,30 @@ class FindingBuilder:
         findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
                                      -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
+
+    def _add_loop_findings(self, best: dict, counts: dict) -> None:
+        """One DC096-style finding per loop call whose subtree holds a fatal graph break (GB7000)."""
+        rule = self.catalog.boundary("break_in_layer_loop")
+        if rule is None:
+            return
+        for finding, facts in list(best.values()):
+            if finding.outcome.kind != "graph_break" or finding.rule == rule.id:
+                continue
+            index = next((i for i, h in enumerate(finding.chain[:-1]) if "called inside `for" in h.note), None)
+            if index is None:
+                continue
+            hop, callee = finding.chain[index], finding.chain[index + 1]
+            key = (hop.file, hop.line, rule.id, 0)
+            counts[key] = counts.get(key, 0) + 1
+            if key in best:
+                continue
+            site = Site(file=hop.file, line=hop.line, function=hop.function, callee=callee.function,
+                        code=hop.code, package=hop.package)
+            loop = Finding(rule=rule.id, title=rule.title, severity=rule.severity, site=site,
+                           chain=finding.chain[:index + 1], outcome=rule.outcome, family=rule.family,
+                           confidence=finding.confidence, entry=finding.entry,
+                           note=f"first break below: {finding.site.callee} at {finding.site.file}:{finding.site.line}")
+            best[key] = (loop, facts[:index + 1])
 
     # ----- pieces ------------------------------------------------------------------------------
 
