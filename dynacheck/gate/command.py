@@ -42,6 +42,7 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
     if verdict is None:
         click.echo(f"dynacheck gate: baseline {where} {'written' if changed else 'already up to date'}.")
         return 0
+    _say_problems(verdict.scan)
     diff = relative_to_workdir(verdict.diff, verdict.scan.targets)
     if config.format == "terminal" and not out:
         click.echo(render_terminal(diff, title="dynacheck gate"), nl=False)
@@ -71,6 +72,8 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     before_specs, after_specs = _split(before, "--from"), _split(after, "--to")
     first = run_scan(before_specs, entries, preset, offline=offline)
     second = run_scan(after_specs, entries, preset, offline=offline)
+    _say_problems(first)
+    _say_problems(second)
     result = diff_scans(first, second)
     if fmt == "terminal" and not out:
         click.echo(render_terminal(result, title="dynacheck diff", show_unchanged=False), nl=False)
@@ -80,6 +83,14 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     if fail_on is None:
         return 0
     return judge(result, fail_on, second).exit_code
+
+
+def _say_problems(result) -> None:
+    """Skipped input (syntax errors, unreadable files) is said once, so a green gate is not taken as complete."""
+    if result.problems:
+        first = result.problems[0]
+        more = f" (and {len(result.problems) - 1} more)" if len(result.problems) > 1 else ""
+        click.echo(f"dynacheck: note: {first.kind} in {first.file}: {first.message}{more}", err=True)
 
 
 def _split(specs: str, option: str) -> list[str]:
