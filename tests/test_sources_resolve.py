@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dynacheck.errors import UserError
-from dynacheck.sources import ModuleLocator, default_cache_dir, resolve_target
+from dynacheck.sources import ModuleLocator, default_cache_dir, resolve_target, resolve_targets
 
 _BUILDERS = Path(__file__).parent / "fixtures" / "sources" / "builders.py"
 _spec = importlib.util.spec_from_file_location("sources_builders", _BUILDERS)
@@ -168,6 +168,8 @@ def test_pip_requirement_downloads_once_then_reuses_the_cache(cache):
     assert args[0] == "download" and "--no-deps" in args and "--only-binary=:all:" in args
     assert args[args.index("-d") + 1] == str(cache / "wheels")
     assert ModuleLocator([first]).find("tinypkg.core") == Path(first.root) / "tinypkg" / "core.py"
+    assert resolve_target("tinypkg==1.0", cache_dir=cache, offline=True, pip=pip) == first
+    assert len(pip.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -211,7 +213,10 @@ def test_offline_without_a_cached_wheel_names_the_spec_and_the_fix(cache):
 def test_pip_network_failure_reads_as_offline(cache):
     with pytest.raises(UserError) as caught:
         resolve_target("sglang==0.5.9", cache_dir=cache, pip=FakePip(fail=builders.OFFLINE_PIP))
-    assert caught.value.message.startswith("Cannot fetch sglang==0.5.9: pip could not reach the package index")
+    assert caught.value.message == (
+        "Cannot fetch sglang==0.5.9: pip could not reach the package index "
+        "(Temporary failure in name resolution)."
+    )
     assert "pip download --no-deps" in caught.value.hint
 
 
@@ -241,6 +246,29 @@ def test_pip_command_comes_from_the_environment(tmp_path, cache, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
     target = resolve_target("envpkg==3.1", cache_dir=cache)
     assert (target.name, target.version, target.kind) == ("envpkg", "3.1", "pip")
+
+
+def test_resolving_and_locating_never_run_the_scanned_code(tmp_path, cache):
+    sentinel = tmp_path / "ran.txt"
+    bomb = {
+        "tinybomb/__init__.py": f"open({str(sentinel)!r}, 'w').write('imported')\nraise SystemExit(3)\n",
+        "tinybomb/inner.py": f"open({str(sentinel)!r}, 'w').write('imported')\n",
+    }
+    wheel = make_wheel(tmp_path / "dl", "tinybomb", "1.0", bomb)
+    folder = write_tree(tmp_path / "tree", bomb)
+    pip = FakePip({"tinybomb==1.0": ("1.0", bomb)})
+    targets = resolve_targets(
+        [str(wheel), str(folder), str(folder / "tinybomb"), "tinybomb==1.0"],
+        cache_dir=cache,
+        pip=pip,
+    )
+    assert [t.kind for t in targets] == ["wheel", "folder", "folder", "pip"]
+    for target in targets:
+        locator = ModuleLocator([target])
+        assert locator.find("tinybomb.inner") is not None and locator.is_package("tinybomb")
+        assert len(list(locator.iter_files())) == 2
+    assert not sentinel.exists()
+    assert "tinybomb" not in sys.modules
 
 
 # --- installed distributions and unknown specs -------------------------------------------------

@@ -72,11 +72,11 @@ class ModuleLocator:
         path = self.find(module)
         return path is not None and (path.name == "__init__.py" or path.is_dir())
 
-    def module_name_of(self, path: Path | str) -> str:
-        """The dotted name of a file or package folder; ValueError when no target holds it."""
+    def module_name_of(self, path: Path | str) -> str | None:
+        """The dotted name of a file or package folder; None when no target holds it."""
         located = self._locate(path)
         if located is None:
-            raise ValueError(f"{path} is not inside any target")
+            return None
         parts = list(located[1])
         if parts and parts[-1] == "__init__.py":
             parts.pop()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from dynacheck.errors import UserError
 from dynacheck.sources.wheel import Progress, wheel_name
@@ -25,21 +26,23 @@ from dynacheck.sources.wheel import Progress, wheel_name
 PIP_ENV = "DYNACHECK_PIP"
 PIP_TIMEOUT_S = 900
 
-# Words pip (urllib3, requests) prints when the index cannot be reached at all.
+# Words pip (urllib3, requests) prints when the index cannot be reached at all; the readable
+# ones first, since the first one found is shown to the user.
 _NETWORK_MARKERS = (
-    "NewConnectionError",
-    "Failed to establish a new connection",
     "Temporary failure in name resolution",
     "Name or service not known",
-    "nodename nor servname",
+    "nodename nor servname provided",
     "Network is unreachable",
     "Connection refused",
+    "Connection timed out",
+    "Failed to establish a new connection",
+    "NewConnectionError",
     "ConnectTimeoutError",
     "ReadTimeoutError",
     "ProxyError",
+    "SSLError",
     "connection broken by",
     "Could not fetch URL",
-    "SSLError",
 )
 
 
@@ -97,7 +100,7 @@ def cached_wheel(requirement: Requirement, wheels: Path) -> Path | None:
     if requirement.url:
         return None
     wanted = canonicalize_name(requirement.name)
-    candidates = {}
+    candidates: dict[Version, Path] = {}
     for path in _wheel_files(wheels):
         try:
             parsed = wheel_name(path)

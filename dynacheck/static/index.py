@@ -44,7 +44,10 @@ class Index:
             return self._modules[name]
         self._modules[name] = None  # guards re-entry while loading
         path = self.locator.find(name)
-        summary = self._load(name, path) if path is not None else None
+        if path is not None and path.is_dir():  # a namespace package: a module with no code of its own
+            summary: ModuleSummary | None = ModuleSummary(module=name, path=str(path), is_package=True)
+        else:
+            summary = self._load(name, path) if path is not None else None
         self._modules[name] = summary
         return summary
 

@@ -15,7 +15,7 @@ import libcst as cst
 
 from dynacheck.static.ir import CONST, UNKNOWN, Expr
 
-SUMMARY_VERSION = 3  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 4  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -45,6 +45,7 @@ class FunctionSummary:
     local_imports: dict[str, str] = field(default_factory=dict)  # name -> dotted target
     returns: list[Expr] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
+    returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
 
 
 @dataclass
@@ -235,6 +236,8 @@ class _ModuleWalker:
         params = tuple(p.name.value for p in _all_params(stmt.params))
         def_line = node.lineno if node is not None else line
         summary = FunctionSummary(qualname, name, def_line, cls, parent, params, decorators)
+        if stmt.returns is not None:
+            summary.returns_annotation = _annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both
             qualname = f"{qualname}@{def_line}"
             summary.qualname = qualname
@@ -341,6 +344,13 @@ class _ModuleWalker:
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------
+
+
+def _annotation_text(node) -> str:
+    try:
+        return cst.Module(body=()).code_for_node(node)[:120]
+    except Exception:  # noqa: BLE001 - code generation of an odd node: the text is only a hint
+        return ""
 
 
 def _annotation(node) -> Expr:

@@ -14,7 +14,8 @@ from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.summary import FunctionSummary, ModuleSummary
 
 MAX_DEPTH = 12
-MAX_VALUES = 24
+MAX_VALUES = 64
+MAX_HIERARCHY = 256
 
 # Calls of external factories whose result type matters to the rules.
 EXTERNAL_FACTORIES = {
@@ -217,6 +218,8 @@ class Evaluator:
                     for v in self.global_value(base.name, attr, depth + 1)]
         if kind in ("cls", "inst"):
             return self._class_member(base, attr, depth, via_self)
+        if kind == "super":
+            return self._super_member(base, attr, depth)
         if kind == "ext":
             return [Value("ext", name=f"{base.name}.{attr}", confidence=base.confidence)]
         if kind == "extinst":
@@ -227,9 +230,11 @@ class Evaluator:
 
     def _class_member(self, base: Value, attr: str, depth: int, via_self: bool) -> list[Value]:
         is_instance = base.kind == "inst"
+        external: Value | None = None
         for cls in self.mro(base):
             if cls.kind == "ext":
-                return [Value("ext", name=f"{cls.name}.{attr}", confidence=base.confidence, note="method")]
+                external = external or cls
+                continue
             summary = self.index.klass(cls.module, cls.name)
             if summary is None:
                 continue
@@ -242,7 +247,29 @@ class Evaluator:
                 if scope is not None:
                     return [v for e in summary.attrs[attr] for v in self.eval(e, scope, depth + 1)]
         if is_instance:
-            return self.instance_attribute(base, attr, depth)
+            found = self.instance_attribute(base, attr, depth)
+            if any(v.kind != "unknown" for v in found) or external is None:
+                return found
+        if external is not None:
+            return [Value("ext", name=f"{external.name}.{attr}", confidence=base.confidence, note="method")]
+        return [Value("unknown", name=attr)]
+
+    def _super_member(self, base: Value, attr: str, depth: int) -> list[Value]:
+        """super().attr: look past the class that defines the calling method in self's MRO."""
+        owner_module, _, owner = base.note.partition(":")
+        inst = replace(base, kind="inst", note="")
+        order = self.mro(inst)
+        past = False
+        for cls in order:
+            if past:
+                if cls.kind == "ext":
+                    return [Value("ext", name=f"{cls.name}.{attr}", note="method")]
+                summary = self.index.klass(cls.module, cls.name)
+                if summary is not None and attr in summary.methods:
+                    return [Value("func", cls.module, summary.methods[attr], m.VIA_SUPER, base.confidence,
+                                  self_cls=replace(inst, kind="cls"))]
+            elif (cls.module, cls.name) == (owner_module, owner):
+                past = True
         return [Value("unknown", name=attr)]
 
     def instance_attribute(self, inst: Value, attr: str, depth: int) -> list[Value]:
@@ -275,14 +302,15 @@ class Evaluator:
                 for annotation, scope in annotations:
                     known.extend(self._annotated(annotation, scope, depth, hierarchy=True))
             result = tuple(_dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL)
-                                    else v for v in known]))[:MAX_VALUES]
+                                    else v for v in known], limit=MAX_HIERARCHY))
         finally:
             self._active.discard(key)
         self._attrs[key] = result
         return list(result) or [Value("unknown", name=attr)]
 
     def _annotated(self, annotation: Expr, scope: Scope, depth: int, hierarchy: bool = False) -> list[Value]:
-        classes = [v for v in self.eval(annotation, scope, depth + 1) if v.kind == "cls"]
+        parts = annotation[1] if annotation and annotation[0] == "q" else (annotation,)
+        classes = [v for part in parts for v in self.eval(part, scope, depth + 1) if v.kind == "cls"]
         out: list[Value] = []
         for cls in classes:
             out.append(replace(cls, kind="inst", via=m.VIA_ATTR_TYPE, confidence="medium"))
@@ -293,6 +321,9 @@ class Evaluator:
         return out
 
     def _call(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
+        if expr[1] == ("n", "super") and scope.self_cls is not None and scope.function is not None:
+            owner = scope.function.cls
+            return [replace(scope.self_cls, kind="super", via=m.VIA_SUPER, note=f"{scope.module.module}:{owner}")]
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
@@ -468,7 +499,7 @@ class Evaluator:
         return found
 
 
-def _dedupe(values: list[Value]) -> list[Value]:
+def _dedupe(values: list[Value], limit: int = MAX_VALUES) -> list[Value]:
     seen: set = set()
     out: list[Value] = []
     for value in values:
@@ -477,7 +508,7 @@ def _dedupe(values: list[Value]) -> list[Value]:
             continue
         seen.add(key)
         out.append(value)
-    return out[:MAX_VALUES] if len(out) > MAX_VALUES else out
+    return out[:limit] if len(out) > limit else out
 
 
 _HANDLERS = {
