@@ -63,6 +63,7 @@ def finding_record(finding: Finding) -> dict[str, Any]:
         "callee": finding.site.callee,
         "outcome": finding.outcome.kind,
         "gb_id": finding.outcome.gb_id,
+        "fatal_under_fullgraph": finding.outcome.fatal_under_fullgraph,
         "chain": [hop.function for hop in finding.chain],
     }
 
@@ -126,7 +127,11 @@ def finding_from_record(record: dict[str, Any]) -> Finding:
         severity=record.get("severity", ""),
         site=Site(file="", line=0, function=record.get("function", ""), callee=record.get("callee", "")),
         chain=tuple(Hop(function=name, file="", line=0, via="") for name in record.get("chain", ())),
-        outcome=Outcome(kind=record.get("outcome", ""), gb_id=record.get("gb_id", "")),
+        outcome=Outcome(
+            kind=record.get("outcome", ""),
+            gb_id=record.get("gb_id", ""),
+            fatal_under_fullgraph=bool(record.get("fatal_under_fullgraph", False)),
+        ),
         fingerprint=record["fingerprint"],
     )
 

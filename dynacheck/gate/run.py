@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dynacheck.errors import UserError
@@ -72,7 +72,7 @@ def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = F
     result = prepare(run_scan(config.target_specs_for_scan(), config.entries, config.preset, offline=offline), config.ignore)
     if update_baseline:
         return None, write_baseline(baseline_from_scan(result, specs=_specs_as_written(config, result)), baseline_path)
-    diff = compare(baseline, result)
+    diff = replace(compare(baseline, result), before=(baseline_display(baseline_path),), after=tuple(config.targets))
     return judge(diff, config.fail_on, result), False
 
 
