@@ -138,11 +138,15 @@ def finding_from_record(record: dict[str, Any]) -> Finding:
 
 def compare(baseline: Baseline, scan: ScanResult) -> Diff:
     """Sort a scan's findings against the accepted ones: added, removed, changed, unchanged, suppressed."""
+    return compare_with_previous(baseline, scan).diff
+
+
+def compare_with_previous(baseline: Baseline, scan: ScanResult):
+    """`compare`, keeping for each changed finding the accepted one it replaced (the gate judges with it)."""
     from dynacheck.gate.diff import compare_findings
 
-    before = [finding_from_record(r) for r in baseline.findings]
     return compare_findings(
-        before,
+        [finding_from_record(r) for r in baseline.findings],
         list(with_fingerprints(scan).findings),
         before_label=(baseline.source,) if baseline.source else tuple(t.get("spec", "") for t in baseline.targets),
         after_label=tuple(t.spec for t in scan.targets),

@@ -8,7 +8,7 @@ import click
 
 from dynacheck.errors import UserError
 from dynacheck.gate.config import GATE_FORMATS, load_config, with_overrides
-from dynacheck.gate.diff import diff_scans
+from dynacheck.gate.diff import compare_scans
 from dynacheck.gate.output import emit, relative_to_workdir, render_diff
 from dynacheck.gate.run import baseline_display, gate as run_gate, judge, run_scan
 from dynacheck.gate.text import render_terminal, summary
@@ -74,7 +74,8 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     second = run_scan(after_specs, entries, preset, offline=offline)
     _say_problems(first)
     _say_problems(second)
-    result = diff_scans(first, second)
+    comparison = compare_scans(first, second)
+    result = comparison.diff
     if fmt == "terminal" and not out:
         click.echo(render_terminal(result, title="dynacheck diff", show_unchanged=False), nl=False)
     else:
@@ -82,7 +83,7 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
         click.echo(f"dynacheck diff: {summary(result)}", err=True)
     if fail_on is None:
         return 0
-    return judge(result, fail_on, second).exit_code
+    return judge(comparison, fail_on, second).exit_code
 
 
 def _say_problems(result) -> None:
