@@ -51,7 +51,7 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
         click.echo(f"dynacheck gate: {summary(diff)}", err=True)
     if verdict.failing:
         click.echo(
-            f"dynacheck gate: FAILED: {len(verdict.failing)} new finding(s) at or above '{config.fail_on}' "
+            f"dynacheck gate: FAILED: {len(verdict.failing)} new or worsened finding(s) at or above '{config.fail_on}' "
             f"(baseline {where}). Fix them, suppress with a reason, or accept with --update-baseline.",
             err=True,
         )
@@ -100,5 +100,5 @@ def _split(specs: str, option: str) -> list[str]:
     except ValueError as exc:
         raise UserError(f"Cannot read {option} '{specs}': {exc}.") from None
     if not parts:
-        raise UserError(f"{option} names no target.", "Give one or more specs, e.g. --from 'sglang==0.5.8 flashinfer-python==0.6.2'.")
+        raise UserError(f"{option} names no target.", "Give one or more specs, e.g. --from 'sglang==0.5.9 flashinfer-python==0.6.3'.")
     return parts
