@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.errors import UserError
-from dynacheck.gate.fingerprint import fingerprint as compute_fingerprint
+from dynacheck.gate.fingerprint import assign_fingerprints, fingerprint as compute_fingerprint
 from dynacheck.gate.suppress import SUPPRESSED
 from dynacheck.model import Diff, Finding, Hop, Outcome, ScanResult, Site
 
@@ -31,11 +31,8 @@ class Baseline:
 
 
 def with_fingerprints(result: ScanResult) -> ScanResult:
-    """Fill any empty `Finding.fingerprint` (the scan normally does; a hand-built result may not)."""
-    findings = tuple(
-        f if f.fingerprint else dataclasses.replace(f, fingerprint=compute_fingerprint(f)) for f in result.findings
-    )
-    return dataclasses.replace(result, findings=findings)
+    """Fingerprints recomputed from content and unique within the scan (see `assign_fingerprints`)."""
+    return dataclasses.replace(result, findings=assign_fingerprints(result.findings))
 
 
 def baseline_from_scan(result: ScanResult, specs: tuple[str, ...] | None = None) -> Baseline:
