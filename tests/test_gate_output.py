@@ -100,3 +100,15 @@ def test_report_room_draws_the_formats_it_knows(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "dynacheck.report", fake)
     assert render_diff(diff(), "sarif") == "sarif:2"
     assert render_diff(diff(), "terminal") == render_terminal(diff())  # not in its FORMATS: ours
+
+
+def test_terminal_lists_a_few_unchanged_and_counts_the_rest() -> None:
+    many = Diff(before=("a",), after=("b",), unchanged=tuple(finding(f"mod.call{i}") for i in range(13)))
+    lines = render_terminal(many).splitlines()
+    assert sum(line.startswith("UNCHANGED  error") for line in lines) == 10
+    assert lines[-1] == "UNCHANGED  ... and 3 more (all listed with --format json)"
+
+
+def test_terminal_shows_what_changed() -> None:
+    changed = Diff(before=("a",), after=("b",), changed=(Finding.from_dict({**finding("x.y").to_dict(), "note": "was warning, GB0291"}),))
+    assert "note: was warning, GB0291" in render_terminal(changed)
