@@ -12,7 +12,7 @@ from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
 from dynacheck.fixes.place import HopFacts, boundary_index, place
-from dynacheck.gate.fingerprint import fingerprint
+from dynacheck.gate.fingerprint import assign_fingerprints
 from dynacheck.model import Finding, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
 from dynacheck.static.index import Index
@@ -96,8 +96,8 @@ class FindingBuilder:
         for key, (finding, facts) in best.items():
             rule = self.catalog.get(finding.rule)
             fixes = place(rule.fixes, finding.chain, facts, below.get(key, 0))
-            finding = replace(finding, fixes=fixes, also_reached_by=counts[key] - 1)
-            findings.append(replace(finding, fingerprint=fingerprint(finding)))
+            findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
+        findings = list(assign_fingerprints(findings))
         findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
                                      -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
