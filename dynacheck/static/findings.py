@@ -186,7 +186,8 @@ class FindingBuilder:
                 while next_hop.get(current):
                     current, step = next_hop[current]
                     tail.append(step)
-                if any(n.key in {t.key for t in tail} for n in head):
+                tail_keys = {t.key for t in tail}
+                if any(n.key in tail_keys for n in head):
                     continue
                 ways.append((len(head) + len(tail), head + tail))
                 if len(ways) > 4 * MAX_ALTERNATIVES:

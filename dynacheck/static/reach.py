@@ -161,13 +161,13 @@ class Reacher:
         bound = func.self_cls is not None if bound_method is None else bound_method
         if bound and scope.function.params[:1] in (("self",), ("cls",)):
             positional, required = positional - 1, max(required - 1, 0)
-        given = len(call.args)
+        given = call.positional
         if given > positional and not varargs:
             return False
         names = set(scope.function.params)
-        if not varkw and any(name not in names for name, _ in call.kwargs):
+        if not varkw and any(name not in names for name in call.keywords):
             return False
-        return given + len(call.kwargs) >= required or varargs or varkw
+        return given + len(call.keywords) >= required or varargs or varkw
 
     def _enter(self, value: Value) -> Value:
         """`with x:` calls x.__enter__."""

@@ -15,15 +15,15 @@ import libcst as cst
 
 from dynacheck.static.ir import CONST, UNKNOWN, Expr
 
-SUMMARY_VERSION = 6  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 7  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
 class CallSite:
     line: int
     func: Expr
-    args: tuple[Expr, ...] = ()
-    kwargs: tuple[tuple[str, Expr], ...] = ()
+    positional: int = 0  # how many positional arguments (only the count matters: arity checks)
+    keywords: tuple[str, ...] = ()  # keyword argument names
     guards: tuple[tuple[Expr, bool], ...] = ()  # enclosing if-tests and the branch taken
     loop: str = ""  # the iterable of the innermost enclosing `for` ("" outside loops)
     kind: str = "call"  # call | with (an object used as a context manager)
@@ -355,10 +355,10 @@ class _ModuleWalker:
         line = getattr(node, "lineno", line)
         for i, call in enumerate(calls):
             func = self.expr(call.func)
-            args = tuple(self.expr(a.value) for a in call.args if a.keyword is None and not a.star)
-            kwargs = tuple((a.keyword.value, self.expr(a.value)) for a in call.args if a.keyword is not None)
+            positional = sum(1 for a in call.args if a.keyword is None and not a.star)
+            keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
-            scope.function.calls.append(CallSite(call_line, func, args, kwargs, guards, loop))
+            scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop))
 
     def expr(self, node) -> Expr:
         return _expr(node)
