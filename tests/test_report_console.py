@@ -45,7 +45,7 @@ def test_flagship_site_chain_and_fixes():
     assert "functools.cache: traced through" in cached
     fix = next(i for i, l in enumerate(lines) if l.strip().startswith("fix: custom_op at flashinfer.fp4_quantization"))
     not_fix = next(i for i, l in enumerate(lines) if l.strip().startswith("not: prewarm at"))
-    assert fix < not_fix and "because Pre-warming" in lines[not_fix]
+    assert fix < not_fix and "because pre-warming the functools.cache" in lines[not_fix]
 
 
 def test_sites_are_ordered_worst_first_and_suppressed_hidden_unless_verbose():

@@ -192,3 +192,17 @@ def test_flagship_sized_report_stays_small():
     scan = replace(samples.flagship_scan(), findings=findings)
     size = len(render_html(Review(scan=scan)).encode())
     assert size < 5 * 1024 * 1024
+
+
+def test_backticked_names_become_code_and_nothing_else_does():
+    base = samples.flagship_finding()
+    evil = replace(base.fixes[1], summary="Wrap `fp4_quantize<script>` in a custom op <img src=x onerror=alert(1)>.")
+    unpaired = replace(base.fixes[0], summary="Not `paired <i>x</i>.")
+    scan = replace(samples.flagship_scan(), findings=(replace(base, fixes=(unpaired, evil)),))
+    text = render_html(Review(scan=scan))
+    assert "<code>fp4_quantize&lt;script&gt;</code> in a custom op &lt;img src=x onerror=alert(1)&gt;." in text
+    assert "because not `paired &lt;i&gt;x&lt;/i&gt;." in text
+    assert "<img" not in text and "<i>" not in text
+    flagship = render_html(samples.flagship_review())
+    assert "Guard the log call with <code>if not torch.compiler.is_compiling():</code>." in flagship
+    assert "Avoid calling the function <code>Lock</code>." in flagship

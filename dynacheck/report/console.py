@@ -137,7 +137,7 @@ def _fixes(console: Console, finding: Finding) -> None:
         else:
             line.append("not: ", style="bold red")
             line.append(f"{fix.kind} at {fix.at} because ", style="red")
-            line.append(fix.summary)
+            line.append(view.as_reason(fix.summary))
         console.print(line)
 
 

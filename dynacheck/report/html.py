@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from dynacheck import __version__
 from dynacheck.model import Diff, Event, Finding, Frame, Hop, Review, ScanResult
@@ -104,7 +105,17 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["plural"] = _plural
+    env.filters["ticks"] = _ticks
+    env.filters["reason"] = view.as_reason
     return env
+
+
+def _ticks(text: str) -> Markup:
+    """Escape, then show `backticked` names as code (the only markup a summary may carry)."""
+    parts = str(escape(text)).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: keep it literal
+        return Markup(str(escape(text)))
+    return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
 
 
 def _plural(n: int, word: str) -> str:

@@ -103,7 +103,8 @@ def _chain_block(finding: Finding) -> list[str]:
     for fix in view.ordered_fixes(finding.fixes):
         prefix = "**Fix:**" if fix.sound else "**Not:**"
         why = ":" if fix.sound else " because"
-        lines.append(f"{prefix} {_text(fix.kind)} at `{_code(fix.at)}`{why} {_text(fix.summary)}")
+        summary = fix.summary if fix.sound else view.as_reason(fix.summary)
+        lines.append(f"{prefix} {_text(fix.kind)} at `{_code(fix.at)}`{why} {_text(summary)}")
         lines.append("")
     lines += ["</details>", ""]
     return lines

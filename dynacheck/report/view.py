@@ -87,6 +87,13 @@ def hop_why(hop: Hop) -> str:
     return text
 
 
+def as_reason(summary: str) -> str:
+    """A fix summary read after 'because': 'Not enough alone' -> 'not enough alone' (acronyms kept)."""
+    if len(summary) > 1 and summary[0].isupper() and summary[1].islower():
+        return summary[0].lower() + summary[1:]
+    return summary
+
+
 def package_of(finding: Finding) -> str:
     """The distribution that owns the hazard site (for filtering), falling back to the top module."""
     if finding.site.package:
