@@ -129,6 +129,7 @@ def _finding_rank(finding: Finding) -> tuple:
         -severity_rank(finding.severity),
         not finding.outcome.fatal_under_fullgraph,
         finding.status == "suppressed",
+        -confidence_rank(finding.confidence),
         finding.site.file,
         finding.site.line,
     )
@@ -147,7 +148,7 @@ class SiteGroup:
 
 
 def group_by_site(findings: tuple[Finding, ...] | list[Finding]) -> list[SiteGroup]:
-    """Worst sites first (severity, fatal, file:line); inside a site, shortest chain first."""
+    """Worst sites first (severity, fatal, then surest, then file:line); inside a site, shortest chain first."""
     groups: dict[tuple[str, int, str], SiteGroup] = {}
     for finding in sorted(findings, key=_finding_rank):
         groups.setdefault(_site_key(finding), SiteGroup(finding.site)).findings.append(finding)
