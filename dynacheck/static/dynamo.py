@@ -149,8 +149,13 @@ class Boundaries:
                 elif ret.kind == "func":
                     wrappers.append((replace(ret, via=m.VIA_DECORATOR), bound))
         if wrappers:
-            extra = " or the function unchanged" if identity else ""
-            return WRAPPER, f"@{label} read: returns a wrapper{extra}; both followed", wrappers
+            if identity:  # the wrapper is only one branch of the decorator: a weaker belief
+                note = (f"@{label} read: returns the function unchanged on one branch and a wrapper on "
+                        "another; the wrapper's calls happen only on that branch")
+                wrappers = [(replace(w, confidence="low", note=note), b) for w, b in wrappers]
+                return WRAPPER, f"@{label} read: returns the function unchanged or a wrapper; both followed", \
+                    wrappers
+            return WRAPPER, f"@{label} read: returns a wrapper that calls the function", wrappers
         if identity:
             return TRANSPARENT, f"@{label} read: returns the function unchanged (no torch op is registered)", []
         return TRANSPARENT, "", []

@@ -15,7 +15,7 @@ import libcst as cst
 
 from dynacheck.static.ir import CONST, UNKNOWN, Expr
 
-SUMMARY_VERSION = 4  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 5  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -46,6 +46,7 @@ class FunctionSummary:
     returns: list[Expr] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
+    arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
 
 
 @dataclass
@@ -236,6 +237,9 @@ class _ModuleWalker:
         params = tuple(p.name.value for p in _all_params(stmt.params))
         def_line = node.lineno if node is not None else line
         summary = FunctionSummary(qualname, name, def_line, cls, parent, params, decorators)
+        positional = [*stmt.params.posonly_params, *stmt.params.params]
+        summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
+                         isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
         if stmt.returns is not None:
             summary.returns_annotation = _annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both

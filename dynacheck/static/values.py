@@ -327,6 +327,10 @@ class Evaluator:
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
+        if all(_vague(v) for v in out) and any(a and a[0] == "l" for a in (*expr[2], *(v for _, v in expr[3]))):
+            products = [p for p in self.factory_products(expr, scope, depth) if p.kind != "unknown"]
+            if products:  # make_layers(n, lambda i: Block(i)): a container of what the lambda builds
+                return [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
         return out
 
     def call_result(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> list[Value]:
@@ -340,7 +344,8 @@ class Evaluator:
             if name in EXTERNAL_FACTORIES:
                 return [Value("extinst", name=EXTERNAL_FACTORIES[name])]
             if name in NAMESPACE_FACTORIES:
-                items = tuple((k, v) for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
+                items = tuple((k, replace(v, via=m.VIA_RETURN) if v.kind == "func" else v)
+                              for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
                 return [Value("ns", items=items, via=m.VIA_RETURN)]
             if name in CONTAINER_FACTORIES:
                 return [self._container(call_expr[2], scope, depth)]
@@ -497,6 +502,13 @@ class Evaluator:
                             frontier.append(sub)
                             break
         return found
+
+
+def _vague(value: Value) -> bool:
+    """Nothing known: an unknown, or a container of unknowns."""
+    if value.kind == "unknown":
+        return True
+    return value.kind == "cont" and all(v.kind == "unknown" for v in value.items)
 
 
 def _dedupe(values: list[Value], limit: int = MAX_VALUES) -> list[Value]:
