@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -58,7 +59,11 @@ def test_real_scan_html_shows_every_chain_with_source(scan):
     # the hazard line was read from the fixture tree at render time, with context around it
     subprocess_finding = next(f for f in scan.findings if f.site.callee.startswith("subprocess."))
     assert subprocess_finding.site.code.strip().split("(")[0] in html
-    assert html.count('class="src-line marked"') >= sum(len(f.chain) for f in scan.findings) - len(scan.findings)
+    slots = re.findall(r'<div class="src-slot" data-src="(src\d+)"></div>', html)
+    assert len(slots) >= sum(len(f.chain) for f in scan.findings)  # every hop shows its source
+    windows = re.findall(r'<pre class="src" id="(src\d+)">', html)
+    assert set(slots) == set(windows)
+    assert html.count('class="src-line marked"') == len(windows)  # one marked line per window
 
 
 def test_real_scan_text_formats(scan):

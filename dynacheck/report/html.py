@@ -3,7 +3,8 @@
 Everything is rendered server-side with autoescape on; the inline script only filters, searches and
 toggles the theme, so scanned text (which may hold `</script>`) never reaches a script context.
 A Content-Security-Policy forbids any network fetch. Source lines around each hop are read now,
-at render time, from the scanned trees (`source.SourceReader`), at most 7 lines a hop.
+at render time, from the scanned trees (`source.SourceReader`), at most 7 lines a hop, and each
+distinct window is written once (`source.SourcePool`) and cloned into a hop when it is opened.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from markupsafe import Markup, escape
 from dynacheck import __version__
 from dynacheck.model import Diff, Event, Finding, Frame, Hop, Review, ScanResult
 from dynacheck.report import view
-from dynacheck.report.source import SourceLine, SourceReader
+from dynacheck.report.source import SourcePool, SourceReader
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -32,7 +33,7 @@ class HopView:
     line: int
     why: str
     weak: bool
-    lines: list[SourceLine]
+    src: str  # id of the hop's source window in the pool, '' when there is none
     hazard: bool = False
     via: str = ""
     confidence: str = ""
@@ -67,12 +68,6 @@ class ItemView:
     events: list[Event] = field(default_factory=list)
     also_reached_by: int = 0
 
-    @property
-    def search(self) -> str:
-        words = [self.rule, self.title, self.site, self.callee, self.entry, self.outcome_label, self.note,
-                 *(h.function for h in self.hops), *(h.file for h in self.hops)]
-        return " ".join(words).lower()
-
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
                 title: str = "dynacheck report") -> str:
@@ -80,8 +75,8 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
     if isinstance(review, ScanResult):
         review = Review(scan=review)
     review = review or Review()
-    reader = SourceReader(review.scan)
-    items = _items(review, reader)
+    pool = SourcePool(SourceReader(review.scan))
+    items = _items(review, pool)
     context = {
         "title": title,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -93,6 +88,7 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
         "summary_line": view.summary_line(view.summarize(review)),
         "outcome_words": view.outcome_words,
         "items": items,
+        "sources": pool.windows,
         "filters": _filters(items),
         "processes": _processes(review),
         "diff": _diff(diff) if diff is not None else None,
@@ -122,7 +118,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
 
 
-def _items(review: Review, reader: SourceReader) -> list[ItemView]:
+def _items(review: Review, reader: SourcePool) -> list[ItemView]:
     matches = view.match_index(review)
     items: list[ItemView] = []
     findings = view.sorted_findings(review.scan.findings) if review.scan else []
@@ -136,7 +132,7 @@ def _items(review: Review, reader: SourceReader) -> list[ItemView]:
 
 
 def _finding_item(item_id: str, finding: Finding, status: str, events: list[Event],
-                  reader: SourceReader) -> ItemView:
+                  reader: SourcePool) -> ItemView:
     o = finding.outcome
     site = finding.site
     hops = [_hop(h, reader) for h in finding.chain]
@@ -144,7 +140,7 @@ def _finding_item(item_id: str, finding: Finding, status: str, events: list[Even
         hops[-1].hazard = True
     else:
         hops.append(HopView(site.callee, site.file, site.line, f"calls {site.callee}", False,
-                            reader.window(site.file, site.line, site.package, site.code), hazard=True))
+                            reader.ref(site.file, site.line, site.package, site.code), hazard=True))
     return ItemView(
         id=item_id, rule=finding.rule, title=finding.title, severity=finding.severity,
         package=view.package_of(finding), outcome=o.kind, outcome_label=view.finding_outcome_label(finding),
@@ -155,12 +151,12 @@ def _finding_item(item_id: str, finding: Finding, status: str, events: list[Even
     )
 
 
-def _hop(hop: Hop, reader: SourceReader) -> HopView:
+def _hop(hop: Hop, reader: SourcePool) -> HopView:
     return HopView(hop.function, hop.file, hop.line, view.hop_why(hop), view.hop_is_weak(hop),
-                   reader.window(hop.file, hop.line, hop.package, hop.code), via=hop.via, confidence=hop.confidence)
+                   reader.ref(hop.file, hop.line, hop.package, hop.code), via=hop.via, confidence=hop.confidence)
 
 
-def _seen_item(item_id: str, events: list[Event], note: str, reader: SourceReader) -> ItemView:
+def _seen_item(item_id: str, events: list[Event], note: str, reader: SourcePool) -> ItemView:
     event = events[0]
     frames = list(event.user_stack) or ([event.site] if event.site else [])
     hops = [_frame(f, reader) for f in frames]
@@ -179,9 +175,9 @@ def _seen_item(item_id: str, events: list[Event], note: str, reader: SourceReade
     )
 
 
-def _frame(frame: Frame, reader: SourceReader) -> HopView:
+def _frame(frame: Frame, reader: SourcePool) -> HopView:
     return HopView(frame.function, frame.file, frame.line, "seen in the user stack", False,
-                   reader.window(frame.file, frame.line, "", frame.code))
+                   reader.ref(frame.file, frame.line, "", frame.code))
 
 
 def _top_folder(file: str) -> str:
