@@ -217,3 +217,15 @@ def test_backticked_names_become_code_and_nothing_else_does():
     flagship = render_html(samples.flagship_review())
     assert "Guard the log call with <code>if not torch.compiler.is_compiling():</code>." in flagship
     assert "Avoid calling the function <code>Lock</code>." in flagship
+
+
+def test_chains_to_one_site_are_adjacent_and_counted():
+    base = samples.flagship_finding()
+    short = replace(base, chain=base.chain[5:], fingerprint="fp-short", entry="flashinfer.fp4_quantization:fp4_quantize")
+    scan = replace(samples.flagship_scan(), findings=(base, samples.logging_finding(), short))
+    text = render_html(Review(scan=scan))
+    first = text.index("chain 1 of 2 to this site")
+    second = text.index("chain 2 of 2 to this site")
+    assert first < second
+    assert "from <span class=\"mono\">flashinfer.fp4_quantization:fp4_quantize</span> · 6 hops" in text[first:second]
+    assert text.count("to this site") == 2  # the logging finding has its site alone

@@ -67,6 +67,7 @@ class ItemView:
     fixes: list[Any] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     also_reached_by: int = 0
+    chain_of: str = ""  # "chain 2 of 3 to this site" when several chains end at one site
 
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
@@ -121,10 +122,14 @@ def _plural(n: int, word: str) -> str:
 def _items(review: Review, reader: SourcePool) -> list[ItemView]:
     matches = view.match_index(review)
     items: list[ItemView] = []
-    findings = view.sorted_findings(review.scan.findings) if review.scan else []
-    for finding in findings:
-        items.append(_finding_item(f"f{len(items) + 1}", finding, view.finding_status(finding, matches),
-                                   view.matched_events(review, finding), reader))
+    groups = view.group_by_site(review.scan.findings) if review.scan else []
+    for group in groups:
+        for rank, finding in enumerate(group.findings, 1):
+            item = _finding_item(f"f{len(items) + 1}", finding, view.finding_status(finding, matches),
+                                 view.matched_events(review, finding), reader)
+            if len(group.findings) > 1:
+                item.chain_of = f"chain {rank} of {len(group.findings)} to this site"
+            items.append(item)
     for match, events in view.seen_only(review):
         if events:
             items.append(_seen_item(f"f{len(items) + 1}", events, match.note, reader))
