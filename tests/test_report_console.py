@@ -72,7 +72,7 @@ def test_shortest_chain_first_and_more_chains_counted():
 
 def test_seen_only_events_are_listed():
     text = _text(samples.flagship_review())
-    assert "seen only  sglang/srt/layers/moe/topk.py:88 select_experts  GB0124 graph break" in text
+    assert "seen only  sglang/srt/layers/moe/topk.py:8 select_experts  GB0124 graph break" in text
     assert "the scan did not reach sglang.srt.layers.moe.topk.select_experts" in text
 
 

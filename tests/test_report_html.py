@@ -229,3 +229,13 @@ def test_chains_to_one_site_are_adjacent_and_counted():
     assert first < second
     assert "from <span class=\"mono\">flashinfer.fp4_quantization:fp4_quantize</span> · 6 hops" in text[first:second]
     assert text.count("to this site") == 2  # the logging finding has its site alone
+
+
+def test_seen_only_event_gets_its_package_and_source(page_text):
+    marker = 'data-rule="GB0124"'
+    assert 'data-package="sglang" data-rule="GB0124"' in page_text
+    item = page_text[page_text.index(marker):]
+    item = item[: item.index("</details>")]
+    assert "Seen at run time: Data-dependent branching" in item
+    assert 'class="src-slot"' in item
+    assert "# Dynamo cannot trace a Python branch on a tensor&#39;s value" in page_text

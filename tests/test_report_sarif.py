@@ -105,7 +105,7 @@ def test_suppressed_seen_only_and_diff_states():
     assert suppressed["suppressions"][0]["justification"] == "baseline: accepted until FlashInfer 0.7"
     seen = next(r for r in run["results"] if r["properties"].get("status") == "seen_only")
     assert seen["ruleId"] == "GB0124"
-    assert seen["locations"][0]["physicalLocation"]["region"]["startLine"] == 88
+    assert seen["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
     diff_run = _sarif(samples.sample_diff())["runs"][0]
     states = {r["ruleId"]: r.get("baselineState") for r in diff_run["results"]}
     assert states == {"DC020": "new", "DC001": "updated", "DC021": "absent", "DC030": None}

@@ -171,7 +171,8 @@ def _seen_item(item_id: str, events: list[Event], note: str, reader: SourcePool)
     site_label = f"{site.file}:{site.line} {site.function}" if site else "(no user frame)"
     return ItemView(
         id=item_id, rule=event.gb_id or event.kind, title=f"Seen at run time: {event.gb_type or event.kind}",
-        severity="warning", package=_top_folder(site.file) if site else "", outcome=event.kind,
+        severity="warning", package=(reader.package_of(site.file) or _top_folder(site.file)) if site else "",
+        outcome=event.kind,
         outcome_label=view.outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph), status="seen_only",
         confidence="high", site=site_label, callee=site.function if site else "", entry=event.compiled_frame,
         hops=hops, fatal=event.fatal_under_fullgraph, gb_id=event.gb_id, gb_link=view.gb_link(event.gb_id),

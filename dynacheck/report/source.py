@@ -42,6 +42,14 @@ class SourceReader:
         last = min(len(lines), line + CONTEXT)
         return [SourceLine(n, _clip(lines[n - 1]), n == line) for n in range(first, last + 1)]
 
+    def package_of(self, file: str) -> str:
+        """The target distribution whose root holds this file ('' when none does)."""
+        for name, root in self._roots_by_package.items():
+            candidate = _inside(root, file)
+            if candidate is not None and candidate.is_file():
+                return name
+        return ""
+
     def _read(self, file: str, package: str) -> list[str] | None:
         path = self._locate(file, package)
         if path is None:
@@ -99,6 +107,9 @@ class SourcePool:
         self._reader = reader
         self._ids: dict[tuple[str, int, str, str], str] = {}
         self.windows: list[tuple[str, list[SourceLine]]] = []
+
+    def package_of(self, file: str) -> str:
+        return self._reader.package_of(file)
 
     def ref(self, file: str, line: int, package: str = "", code: str = "") -> str:
         """The id of the window around file:line ('' when there is nothing to show)."""
