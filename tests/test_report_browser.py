@@ -147,3 +147,25 @@ def test_scanned_markup_stays_inert_and_search_and_theme_work(browser, tmp_path)
     assert page.page.evaluate(background) != dark
     page.screenshot(tmp_path, "dynacheck-report-flagship-light.png")
     assert page.errors == []
+
+
+@pytest.mark.wheels
+def test_flagship_report_in_the_browser(browser, tmp_path, pinned_targets, scan_cache):
+    """The GLM-5 report: find the fp4 -> nvcc chain by search, open it, see the marked subprocess line."""
+    scan_module = pytest.importorskip("dynacheck.static.scan", reason="the static engine is not in this tree")
+    scan = scan_module.scan_targets(pinned_targets, [], "glm5", cache_dir=scan_cache)
+    html = render_html(scan)
+    assert len(html.encode()) < 5 * 1024 * 1024
+    page = Page(browser, html, tmp_path / "flagship.html")
+    assert page.errors == []
+    page.page.fill("#q", "fp4_quantization.fp4_quantize get_cuda_version check_output")
+    hits = [el for el in page.page.locator("details.finding").all() if el.is_visible()]
+    assert hits
+    flagship = hits[0]
+    flagship.locator("summary").click()
+    assert "subprocess.check_output" in flagship.locator("summary").inner_text()
+    marked = flagship.locator("li.hop.hazard .src-line.marked")
+    assert marked.is_visible() and "check_output" in marked.inner_text()
+    assert flagship.locator('a[href$="gb0007.html"]').is_visible()
+    page.screenshot(tmp_path, "dynacheck-report-flagship-glm5.png")
+    assert page.errors == []
