@@ -34,17 +34,19 @@ def test_header_summary_and_stats():
 def test_flagship_site_chain_and_fixes():
     text = _text(samples.flagship_scan())
     lines = text.splitlines()
-    head = lines.index(next(l for l in lines if l.startswith("flashinfer/jit/cpp_ext.py:8")))
+    head = lines.index(next(line for line in lines if line.startswith("flashinfer/jit/cpp_ext.py:8")))
     assert "calls subprocess.check_output" in lines[head]
     assert "DC001" in lines[head + 1] and "[error] GB0007 graph break, fatal under fullgraph" in lines[head + 1]
     block = "\n".join(lines[head:head + 20])
     assert "sglang/srt/layers/linear.py:12 sglang.srt.layers.linear.MergedColumnParallelLinear.forward" in block
-    weak = next(l for l in lines[head:] if "ModelOptFp4LinearMethod.apply" in l)
+    weak = next(line for line in lines[head:] if "ModelOptFp4LinearMethod.apply" in line)
     assert "via class hierarchy fallback — low confidence" in weak and weak.rstrip().endswith("?")
-    cached = next(l for l in lines[head + 2:] if l.strip().startswith("flashinfer/jit/cpp_ext.py:8 flashinfer"))
+    cached = next(line for line in lines[head + 2:]
+                  if line.strip().startswith("flashinfer/jit/cpp_ext.py:8 flashinfer"))
     assert "functools.cache: traced through" in cached
-    fix = next(i for i, l in enumerate(lines) if l.strip().startswith("fix: custom_op at flashinfer.fp4_quantization"))
-    not_fix = next(i for i, l in enumerate(lines) if l.strip().startswith("not: prewarm at"))
+    fix = next(i for i, line in enumerate(lines)
+               if line.strip().startswith("fix: custom_op at flashinfer.fp4_quantization"))
+    not_fix = next(i for i, line in enumerate(lines) if line.strip().startswith("not: prewarm at"))
     assert fix < not_fix and "because pre-warming the functools.cache" in lines[not_fix]
 
 

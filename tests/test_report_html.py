@@ -221,7 +221,8 @@ def test_backticked_names_become_code_and_nothing_else_does():
 
 def test_chains_to_one_site_are_adjacent_and_counted():
     base = samples.flagship_finding()
-    short = replace(base, chain=base.chain[5:], fingerprint="fp-short", entry="flashinfer.fp4_quantization:fp4_quantize")
+    short = replace(base, chain=base.chain[5:], fingerprint="fp-short",
+                    entry="flashinfer.fp4_quantization:fp4_quantize")
     scan = replace(samples.flagship_scan(), findings=(base, samples.logging_finding(), short))
     text = render_html(Review(scan=scan))
     first = text.index("chain 1 of 2 to this site")

@@ -46,7 +46,7 @@ def _review(review: Review) -> str:
     seen = view.seen_only(review)
     if seen:
         out.append("**Seen at run time, not predicted by the scan:**")
-        for match, events in seen:
+        for _, events in seen:
             if events and events[0].site is not None:
                 e = events[0]
                 out.append(f"- `{_code(e.site.file)}:{e.site.line}` {_text(e.site.function)}: "
