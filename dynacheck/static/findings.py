@@ -12,7 +12,7 @@ from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
 from dynacheck.fixes.place import HopFacts, boundary_index, place
-from dynacheck.gate.fingerprint import fingerprint
+from dynacheck.gate.fingerprint import assign_fingerprints
 from dynacheck.model import Finding, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
 from dynacheck.static.index import Index
@@ -21,6 +21,17 @@ from dynacheck.static.values import weaker
 
 CACHE_DECORATORS = ("functools.cache", "functools.lru_cache")
 MAX_ALTERNATIVES = 4
+
+
+def _memo(function: Callable[[str], str]) -> Callable[[str], str]:
+    cache: dict[str, str] = {}
+
+    def lookup(path: str) -> str:
+        if path not in cache:
+            cache[path] = function(path)
+        return cache[path]
+
+    return lookup
 
 
 def _path(walk: Walk, key: NodeKey | None) -> list[NodeKey]:
@@ -55,8 +66,8 @@ class FindingBuilder:
                  package_of: Callable[[str], str]) -> None:
         self.index = index
         self.catalog = catalog
-        self.display = display  # absolute path -> path shown to users
-        self.package_of = package_of  # absolute path -> distribution name
+        self.display = _memo(display)  # absolute path -> path shown to users
+        self.package_of = _memo(package_of)  # absolute path -> distribution name
         self.lines = SourceLines()
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
@@ -79,16 +90,41 @@ class FindingBuilder:
                     note=self._note(hit),
                 )
                 best[key] = (finding, facts)
+        self._add_loop_findings(best, counts)
         findings = []
         below = self._hazards_below(best)
         for key, (finding, facts) in best.items():
             rule = self.catalog.get(finding.rule)
             fixes = place(rule.fixes, finding.chain, facts, below.get(key, 0))
-            finding = replace(finding, fixes=fixes, also_reached_by=counts[key] - 1)
-            findings.append(replace(finding, fingerprint=fingerprint(finding)))
+            findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
+        findings = list(assign_fingerprints(findings))
         findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
                                      -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
+
+    def _add_loop_findings(self, best: dict, counts: dict) -> None:
+        """One DC096-style finding per loop call whose subtree holds a fatal graph break (GB7000)."""
+        rule = self.catalog.boundary("break_in_layer_loop")
+        if rule is None:
+            return
+        for finding, facts in list(best.values()):
+            if finding.outcome.kind != "graph_break" or finding.rule == rule.id:
+                continue
+            index = next((i for i, h in enumerate(finding.chain[:-1]) if "called inside `for" in h.note), None)
+            if index is None:
+                continue
+            hop, callee = finding.chain[index], finding.chain[index + 1]
+            key = (hop.file, hop.line, rule.id, 0)
+            counts[key] = counts.get(key, 0) + 1
+            if key in best:
+                continue
+            site = Site(file=hop.file, line=hop.line, function=hop.function, callee=callee.function,
+                        code=hop.code, package=hop.package)
+            loop = Finding(rule=rule.id, title=rule.title, severity=rule.severity, site=site,
+                           chain=finding.chain[:index + 1], outcome=rule.outcome, family=rule.family,
+                           confidence=finding.confidence, entry=finding.entry,
+                           note=f"first break below: {finding.site.callee} at {finding.site.file}:{finding.site.line}")
+            best[key] = (loop, facts[:index + 1])
 
     # ----- pieces ------------------------------------------------------------------------------
 

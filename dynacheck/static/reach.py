@@ -196,6 +196,10 @@ class Reacher:
             return
         if kind == dynamo.OPAQUE:
             return
+        if kind == dynamo.OPAQUE_NO_FAKE:
+            result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
+                                   confidence, note))
+            return
         if kind in (dynamo.ALLOW_IN_GRAPH, dynamo.NONSTRICT, dynamo.CONSTANT):
             result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
                                    confidence, note))
