@@ -27,8 +27,10 @@ def _validator(name: str):
 
 
 @pytest.mark.parametrize("obj", [samples.flagship_scan(), samples.flagship_review(), samples.sample_diff(),
-                                 samples.flagship_review(with_trace=False), model.Review()],
-                         ids=["scan", "review", "diff", "review-no-trace", "empty-review"])
+                                 samples.flagship_review(with_trace=False), model.Review(),
+                                 model.Review(trace=samples.two_process_trace(),
+                                              matches=(model.Match("seen_only", "", (2,)),))],
+                         ids=["scan", "review", "diff", "review-no-trace", "empty-review", "trace-only"])
 def test_outputs_validate_against_their_schema(obj):
     data = json.loads(render(obj, "json"))
     errors = list(jsonschema.Draft202012Validator(schema_for(obj)).iter_errors(data))

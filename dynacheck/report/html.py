@@ -3,7 +3,8 @@
 Everything is rendered server-side with autoescape on; the inline script only filters, searches and
 toggles the theme, so scanned text (which may hold `</script>`) never reaches a script context.
 A Content-Security-Policy forbids any network fetch. Source lines around each hop are read now,
-at render time, from the scanned trees (`source.SourceReader`), at most 7 lines a hop.
+at render time, from the scanned trees (`source.SourceReader`), at most 7 lines a hop, and each
+distinct window is written once (`source.SourcePool`) and cloned into a hop when it is opened.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from dynacheck import __version__
 from dynacheck.model import Diff, Event, Finding, Frame, Hop, Review, ScanResult
 from dynacheck.report import view
-from dynacheck.report.source import SourceLine, SourceReader
+from dynacheck.report.source import SourcePool, SourceReader
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -31,7 +33,7 @@ class HopView:
     line: int
     why: str
     weak: bool
-    lines: list[SourceLine]
+    src: str  # id of the hop's source window in the pool, '' when there is none
     hazard: bool = False
     via: str = ""
     confidence: str = ""
@@ -65,12 +67,7 @@ class ItemView:
     fixes: list[Any] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     also_reached_by: int = 0
-
-    @property
-    def search(self) -> str:
-        words = [self.rule, self.title, self.site, self.callee, self.entry, self.outcome_label, self.note,
-                 *(h.function for h in self.hops), *(h.file for h in self.hops)]
-        return " ".join(words).lower()
+    chain_of: str = ""  # "chain 2 of 3 to this site" when several chains end at one site
 
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
@@ -79,8 +76,8 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
     if isinstance(review, ScanResult):
         review = Review(scan=review)
     review = review or Review()
-    reader = SourceReader(review.scan)
-    items = _items(review, reader)
+    pool = SourcePool(SourceReader(review.scan))
+    items = _items(review, pool)
     context = {
         "title": title,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -92,6 +89,7 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
         "summary_line": view.summary_line(view.summarize(review)),
         "outcome_words": view.outcome_words,
         "items": items,
+        "sources": pool.windows,
         "filters": _filters(items),
         "processes": _processes(review),
         "diff": _diff(diff) if diff is not None else None,
@@ -104,20 +102,34 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["plural"] = _plural
+    env.filters["ticks"] = _ticks
+    env.filters["reason"] = view.as_reason
     return env
+
+
+def _ticks(text: str) -> Markup:
+    """Escape, then show `backticked` names as code (the only markup a summary may carry)."""
+    parts = str(escape(text)).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: keep it literal
+        return Markup(str(escape(text)))
+    return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
 
 
-def _items(review: Review, reader: SourceReader) -> list[ItemView]:
+def _items(review: Review, reader: SourcePool) -> list[ItemView]:
     matches = view.match_index(review)
     items: list[ItemView] = []
-    findings = view.sorted_findings(review.scan.findings) if review.scan else []
-    for finding in findings:
-        items.append(_finding_item(f"f{len(items) + 1}", finding, view.finding_status(finding, matches),
-                                   view.matched_events(review, finding), reader))
+    groups = view.group_by_site(review.scan.findings) if review.scan else []
+    for group in groups:
+        for rank, finding in enumerate(group.findings, 1):
+            item = _finding_item(f"f{len(items) + 1}", finding, view.finding_status(finding, matches),
+                                 view.matched_events(review, finding), reader)
+            if len(group.findings) > 1:
+                item.chain_of = f"chain {rank} of {len(group.findings)} to this site"
+            items.append(item)
     for match, events in view.seen_only(review):
         if events:
             items.append(_seen_item(f"f{len(items) + 1}", events, match.note, reader))
@@ -125,7 +137,7 @@ def _items(review: Review, reader: SourceReader) -> list[ItemView]:
 
 
 def _finding_item(item_id: str, finding: Finding, status: str, events: list[Event],
-                  reader: SourceReader) -> ItemView:
+                  reader: SourcePool) -> ItemView:
     o = finding.outcome
     site = finding.site
     hops = [_hop(h, reader) for h in finding.chain]
@@ -133,7 +145,7 @@ def _finding_item(item_id: str, finding: Finding, status: str, events: list[Even
         hops[-1].hazard = True
     else:
         hops.append(HopView(site.callee, site.file, site.line, f"calls {site.callee}", False,
-                            reader.window(site.file, site.line, site.package, site.code), hazard=True))
+                            reader.ref(site.file, site.line, site.package, site.code), hazard=True))
     return ItemView(
         id=item_id, rule=finding.rule, title=finding.title, severity=finding.severity,
         package=view.package_of(finding), outcome=o.kind, outcome_label=view.finding_outcome_label(finding),
@@ -144,12 +156,12 @@ def _finding_item(item_id: str, finding: Finding, status: str, events: list[Even
     )
 
 
-def _hop(hop: Hop, reader: SourceReader) -> HopView:
+def _hop(hop: Hop, reader: SourcePool) -> HopView:
     return HopView(hop.function, hop.file, hop.line, view.hop_why(hop), view.hop_is_weak(hop),
-                   reader.window(hop.file, hop.line, hop.package, hop.code), via=hop.via, confidence=hop.confidence)
+                   reader.ref(hop.file, hop.line, hop.package, hop.code), via=hop.via, confidence=hop.confidence)
 
 
-def _seen_item(item_id: str, events: list[Event], note: str, reader: SourceReader) -> ItemView:
+def _seen_item(item_id: str, events: list[Event], note: str, reader: SourcePool) -> ItemView:
     event = events[0]
     frames = list(event.user_stack) or ([event.site] if event.site else [])
     hops = [_frame(f, reader) for f in frames]
@@ -159,7 +171,8 @@ def _seen_item(item_id: str, events: list[Event], note: str, reader: SourceReade
     site_label = f"{site.file}:{site.line} {site.function}" if site else "(no user frame)"
     return ItemView(
         id=item_id, rule=event.gb_id or event.kind, title=f"Seen at run time: {event.gb_type or event.kind}",
-        severity="warning", package=_top_folder(site.file) if site else "", outcome=event.kind,
+        severity="warning", package=(reader.package_of(site.file) or _top_folder(site.file)) if site else "",
+        outcome=event.kind,
         outcome_label=view.outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph), status="seen_only",
         confidence="high", site=site_label, callee=site.function if site else "", entry=event.compiled_frame,
         hops=hops, fatal=event.fatal_under_fullgraph, gb_id=event.gb_id, gb_link=view.gb_link(event.gb_id),
@@ -168,9 +181,9 @@ def _seen_item(item_id: str, events: list[Event], note: str, reader: SourceReade
     )
 
 
-def _frame(frame: Frame, reader: SourceReader) -> HopView:
+def _frame(frame: Frame, reader: SourcePool) -> HopView:
     return HopView(frame.function, frame.file, frame.line, "seen in the user stack", False,
-                   reader.window(frame.file, frame.line, "", frame.code))
+                   reader.ref(frame.file, frame.line, "", frame.code))
 
 
 def _top_folder(file: str) -> str:

@@ -46,7 +46,7 @@ def _review(review: Review) -> str:
     seen = view.seen_only(review)
     if seen:
         out.append("**Seen at run time, not predicted by the scan:**")
-        for match, events in seen:
+        for _, events in seen:
             if events and events[0].site is not None:
                 e = events[0]
                 out.append(f"- `{_code(e.site.file)}:{e.site.line}` {_text(e.site.function)}: "
@@ -103,7 +103,8 @@ def _chain_block(finding: Finding) -> list[str]:
     for fix in view.ordered_fixes(finding.fixes):
         prefix = "**Fix:**" if fix.sound else "**Not:**"
         why = ":" if fix.sound else " because"
-        lines.append(f"{prefix} {_text(fix.kind)} at `{_code(fix.at)}`{why} {_text(fix.summary)}")
+        summary = fix.summary if fix.sound else view.as_reason(fix.summary)
+        lines.append(f"{prefix} {_text(fix.kind)} at `{_code(fix.at)}`{why} {_text(summary)}")
         lines.append("")
     lines += ["</details>", ""]
     return lines

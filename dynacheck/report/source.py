@@ -42,6 +42,14 @@ class SourceReader:
         last = min(len(lines), line + CONTEXT)
         return [SourceLine(n, _clip(lines[n - 1]), n == line) for n in range(first, last + 1)]
 
+    def package_of(self, file: str) -> str:
+        """The target distribution whose root holds this file ('' when none does)."""
+        for name, root in self._roots_by_package.items():
+            candidate = _inside(root, file)
+            if candidate is not None and candidate.is_file():
+                return name
+        return ""
+
     def _read(self, file: str, package: str) -> list[str] | None:
         path = self._locate(file, package)
         if path is None:
@@ -86,3 +94,30 @@ def _read_lines(path: Path) -> list[str] | None:
 def _clip(text: str) -> str:
     text = text.rstrip("\n").expandtabs(4)
     return text if len(text) <= MAX_LINE else text[: MAX_LINE - 1] + "…"
+
+
+class SourcePool:
+    """Each distinct source window once per report, referred to by id from every hop that shows it.
+
+    Chains share most of their hops (every chain starts at the same forward), so a flagship scan's
+    ~5,000 hops need only ~300 windows; the page clones a window into a hop when it is opened.
+    """
+
+    def __init__(self, reader: SourceReader) -> None:
+        self._reader = reader
+        self._ids: dict[tuple[str, int, str, str], str] = {}
+        self.windows: list[tuple[str, list[SourceLine]]] = []
+
+    def package_of(self, file: str) -> str:
+        return self._reader.package_of(file)
+
+    def ref(self, file: str, line: int, package: str = "", code: str = "") -> str:
+        """The id of the window around file:line ('' when there is nothing to show)."""
+        key = (file, line, package, code)
+        if key not in self._ids:
+            lines = self._reader.window(file, line, package, code)
+            window_id = f"src{len(self.windows) + 1}" if lines else ""
+            if lines:
+                self.windows.append((window_id, lines))
+            self._ids[key] = window_id
+        return self._ids[key]

@@ -87,6 +87,13 @@ def hop_why(hop: Hop) -> str:
     return text
 
 
+def as_reason(summary: str) -> str:
+    """A fix summary read after 'because': 'Not enough alone' -> 'not enough alone' (acronyms kept)."""
+    if len(summary) > 1 and summary[0].isupper() and summary[1].islower():
+        return summary[0].lower() + summary[1:]
+    return summary
+
+
 def package_of(finding: Finding) -> str:
     """The distribution that owns the hazard site (for filtering), falling back to the top module."""
     if finding.site.package:
@@ -122,6 +129,7 @@ def _finding_rank(finding: Finding) -> tuple:
         -severity_rank(finding.severity),
         not finding.outcome.fatal_under_fullgraph,
         finding.status == "suppressed",
+        -confidence_rank(finding.confidence),
         finding.site.file,
         finding.site.line,
     )
@@ -140,7 +148,7 @@ class SiteGroup:
 
 
 def group_by_site(findings: tuple[Finding, ...] | list[Finding]) -> list[SiteGroup]:
-    """Worst sites first (severity, fatal, file:line); inside a site, shortest chain first."""
+    """Worst sites first (severity, fatal, then surest, then file:line); inside a site, shortest chain first."""
     groups: dict[tuple[str, int, str], SiteGroup] = {}
     for finding in sorted(findings, key=_finding_rank):
         groups.setdefault(_site_key(finding), SiteGroup(finding.site)).findings.append(finding)
