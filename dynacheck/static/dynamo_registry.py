@@ -10,7 +10,6 @@ top-level name and read the files ourselves.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import json
 import re
@@ -70,6 +69,8 @@ def torch_version() -> str:
         match = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", text, re.M)
         if match:
             return match.group(1)
+    import importlib.metadata  # only when version.py is unreadable: the import costs ~30 ms
+
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
