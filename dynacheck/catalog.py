@@ -353,11 +353,12 @@ def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry], to
     if entry is None:
         return rule
     explained_by = f"torch {torch_version}".strip() if entry.explanation else rule.explained_by
+    readable = dynamo_registry.readable
     outcome = replace(
         rule.outcome,
         gb_type=entry.gb_type or rule.outcome.gb_type,
-        explanation=entry.explanation or rule.outcome.explanation,
-        hints=entry.hints or rule.outcome.hints,
+        explanation=readable(entry.explanation) if entry.explanation else rule.outcome.explanation,
+        hints=tuple(readable(h) for h in entry.hints) or rule.outcome.hints,
     )
     return replace(rule, outcome=outcome, explained_by=explained_by)
 
