@@ -121,6 +121,7 @@ class Rule:
             "methods": list(self.methods),
             "boundary": self.boundary,
             "outcome": self.outcome.to_dict(),
+            "explained_by": self.explained_by,
             "why": self.why,
             "fixes": [{"kind": f.kind, "text": f.text, "sound": f.sound} for f in self.fixes],
             "example": self.example,
