@@ -27,33 +27,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-OUTCOME_KINDS = (
-    "graph_break",
-    "frame_skip",
-    "recompile",
-    "hard_error",
-    "trace_time",
-    "skipped_when_compiled",
-)
-FIX_KINDS = (
-    "custom_op",
-    "assume_constant_result",
-    "hoist",
-    "allow_in_graph",
-    "prewarm",
-    "guard",
-    "remove",
-    "disable",
-)
+OUTCOME_KINDS = ("graph_break", "frame_skip", "recompile", "hard_error", "trace_time", "skipped_when_compiled")
+FIX_KINDS = ("custom_op", "assume_constant_result", "hoist", "allow_in_graph", "prewarm", "guard", "remove", "disable")
+# Boundaries the engine reports by kind (Catalog.boundary); each has exactly one rule.
 BOUNDARIES = (
-    "disable",
-    "custom_op_without_fake",
-    "assume_constant_result",
-    "allow_in_graph",
-    "nonstrict_trace",
-    "skipped_when_compiled",
-    "break_in_layer_loop",
-    "jit_kernel_call",
+    "disable", "custom_op_without_fake", "assume_constant_result", "allow_in_graph",
+    "nonstrict_trace", "skipped_when_compiled", "break_in_layer_loop", "jit_kernel_call",
 )
 _REQUIRED = ("id", "name", "family", "title", "severity", "outcome", "why", "fixes", "example")
 _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")
