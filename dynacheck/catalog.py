@@ -27,33 +27,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-OUTCOME_KINDS = (
-    "graph_break",
-    "frame_skip",
-    "recompile",
-    "hard_error",
-    "trace_time",
-    "skipped_when_compiled",
-)
-FIX_KINDS = (
-    "custom_op",
-    "assume_constant_result",
-    "hoist",
-    "allow_in_graph",
-    "prewarm",
-    "guard",
-    "remove",
-    "disable",
-)
+OUTCOME_KINDS = ("graph_break", "frame_skip", "recompile", "hard_error", "trace_time", "skipped_when_compiled")
+FIX_KINDS = ("custom_op", "assume_constant_result", "hoist", "allow_in_graph", "prewarm", "guard", "remove", "disable")
+# Boundaries the engine reports by kind (Catalog.boundary); each has exactly one rule.
 BOUNDARIES = (
-    "disable",
-    "custom_op_without_fake",
-    "assume_constant_result",
-    "allow_in_graph",
-    "nonstrict_trace",
-    "skipped_when_compiled",
-    "break_in_layer_loop",
-    "jit_kernel_call",
+    "disable", "custom_op_without_fake", "assume_constant_result", "allow_in_graph",
+    "nonstrict_trace", "skipped_when_compiled", "break_in_layer_loop", "jit_kernel_call",
 )
 _REQUIRED = ("id", "name", "family", "title", "severity", "outcome", "why", "fixes", "example")
 _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")
@@ -121,6 +100,7 @@ class Rule:
             "methods": list(self.methods),
             "boundary": self.boundary,
             "outcome": self.outcome.to_dict(),
+            "explained_by": self.explained_by,
             "why": self.why,
             "fixes": [{"kind": f.kind, "text": f.text, "sound": f.sound} for f in self.fixes],
             "example": self.example,
@@ -353,11 +333,12 @@ def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry], to
     if entry is None:
         return rule
     explained_by = f"torch {torch_version}".strip() if entry.explanation else rule.explained_by
+    readable = dynamo_registry.readable
     outcome = replace(
         rule.outcome,
         gb_type=entry.gb_type or rule.outcome.gb_type,
-        explanation=entry.explanation or rule.outcome.explanation,
-        hints=entry.hints or rule.outcome.hints,
+        explanation=readable(entry.explanation) if entry.explanation else rule.outcome.explanation,
+        hints=tuple(readable(h) for h in entry.hints) or rule.outcome.hints,
     )
     return replace(rule, outcome=outcome, explained_by=explained_by)
 

@@ -203,3 +203,13 @@ def test_every_boundary_kind_the_engine_can_report_has_a_rule():
 
     catalog = load_catalog()
     assert all(catalog.boundary(kind) is not None for kind in BOUNDARIES)
+
+
+def test_calls_on_jit_loader_results_are_kernel_calls_not_builds():
+    catalog = load_catalog()
+    assert catalog.match_call("tvm_ffi.cpp.load_inline").id == "DC070"
+    assert catalog.match_call("tvm_ffi.cpp.load_inline().apply_rope").id == "DC071"
+    assert catalog.match_call("tvm_ffi.Module.fp4_quantize").id == "DC071"
+    assert catalog.match_call("torch.utils.cpp_extension.load").id == "DC070"
+    assert catalog.match_call("torch.utils.cpp_extension.load_inline().run").id == "DC071"
+    assert catalog.match_call("tvm_ffi.get_global_func").id == "DC062"

@@ -45,6 +45,13 @@ def test_placeholder_explanation_is_dropped():
     assert parse_registry(SAMPLE)["GB0007"].explanation == ""
 
 
+def test_format_fields_become_words():
+    text = "Dynamo does not know how to trace method `{name}` of class `{self.python_type_name()}`"
+    assert dynamo_registry.readable(text) == "Dynamo does not know how to trace method `<method>` of class `<type>`"
+    assert dynamo_registry.readable("skip {self.fn_name} ({reason})") == "skip <fn name> (<reason>)"
+    assert dynamo_registry.readable("no fields") == "no fields"
+
+
 def test_unreadable_registry_gives_nothing(tmp_path):
     bad = tmp_path / "graph_break_registry.json"
     bad.write_text("{not json", encoding="utf-8")
@@ -122,3 +129,5 @@ def test_shipped_catalogue_takes_texts_from_torch():
     rule = catalog.get("DC011")
     assert rule.outcome.hints, "GB0142 has hints in torch's registry"
     assert rule.explained_by.startswith("torch ")
+    texts = [t for r in catalog.rules for t in (r.outcome.explanation, *r.outcome.hints)]
+    assert not [t for t in texts if "{" in t], "format fields left in Dynamo's texts"

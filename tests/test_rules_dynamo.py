@@ -9,6 +9,7 @@ Dynamo hands it a graph, so nothing the fixtures would do at run time ever runs.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -31,6 +32,7 @@ NEEDS_MODULE = {"DC062": "tvm_ffi"}
 # Fatal under fullgraph without a GB id: the text Dynamo's UserError carries instead.
 FULLGRAPH_USER_ERROR = {"DC050": "data-dependent expression"}
 RULES = load_catalog().rules
+BUILTIN_NAMED = re.compile(r"trace the (Python )?builtin `[^`]+`")
 
 
 class _Traced(Exception):
@@ -94,6 +96,9 @@ def test_firing_fixture_behaves_as_the_rule_says(rule):
         return  # fullgraph reports the inner break; GB7000 only appears without fullgraph
     expected = load_registry()[rule.outcome.gb_id].gb_type
     assert gb_type_of(exc) == expected, f"{rule.id}: expected {rule.outcome.gb_id} ({expected})"
+    quoted = BUILTIN_NAMED.search(rule.outcome.explanation)
+    if quoted:  # the catalogue quotes Dynamo's text for skipped builtins: it must name the same builtin
+        assert quoted.group(0) in str(exc), f"{rule.id}: Dynamo did not say {quoted.group(0)!r}"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])

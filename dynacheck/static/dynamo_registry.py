@@ -10,7 +10,6 @@ top-level name and read the files ourselves.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import json
 import re
@@ -19,6 +18,34 @@ from pathlib import Path
 
 REGISTRY_RELPATH = Path("_dynamo") / "graph_break_registry.json"
 _PLACEHOLDER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")  # e.g. "explanation": a variable name, not text
+
+
+# Words for the format fields Dynamo's templates leave in explanations and hints.
+_FIELD_WORDS = {
+    "name": "method",
+    "self.python_type_name()": "type",
+    "ctx.python_type_name()": "type",
+    "fn.__name__": "builtin",
+    "real_arg_types": "argument types",
+    "arg_types": "argument types",
+    "has_kwargs": "has kwargs",
+    "self.value": "function",
+    "msg": "reason",
+}
+_FIELD = re.compile(r"\{([^{}]+)\}")
+
+
+def readable(template: str) -> str:
+    """Dynamo's text with its format fields as words: ``method `{name}``` -> ``method `<method>```."""
+
+    def word(match: re.Match[str]) -> str:
+        field = match.group(1).strip()
+        if field in _FIELD_WORDS:
+            return f"<{_FIELD_WORDS[field]}>"
+        last = field.rstrip("()").split(".")[-1].strip("_") or field
+        return f"<{last.replace('_', ' ')}>"
+
+    return _FIELD.sub(word, template)
 
 
 @dataclass(frozen=True)
@@ -70,6 +97,8 @@ def torch_version() -> str:
         match = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", text, re.M)
         if match:
             return match.group(1)
+    import importlib.metadata  # only when version.py is unreadable: the import costs ~30 ms
+
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:

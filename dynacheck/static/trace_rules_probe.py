@@ -84,7 +84,10 @@ def classify(qualname: str) -> str:
     """What Dynamo does with the stdlib/builtin callable ``qualname``: one of the words above.
 
     ``builtins.print`` counts as inlined (Dynamo models the builtin itself); whether that model
-    accepts the call is the catalogue's business (print is GB0059 all the same).
+    accepts the call is the catalogue's business (print is GB0059 all the same). "skipped" is a
+    strong hint, not proof of a break: on torch 2.13 ``re.findall`` and ``itertools.product``
+    classify as skipped yet trace under fullgraph (Dynamo handles them at call time), which is
+    why the catalogue lists measured names instead of trusting this verdict alone.
     """
     if not is_probe_allowed(qualname) or not _torch_installed():
         return UNKNOWN
