@@ -12,6 +12,7 @@ from dynacheck.model import Diff, Finding, Review, ScanResult
 from dynacheck.report import view
 
 MAX_ROWS = 25
+MAX_DIFF_ROWS = 200  # a dependency bump's diff is reviewed whole
 
 
 def render_markdown(obj: Review | ScanResult | Diff) -> str:
@@ -60,15 +61,16 @@ def _diff(diff: Diff) -> str:
            f"`{_code(', '.join(diff.before))}` → `{_code(', '.join(diff.after))}`", "",
            f"**{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed**, "
            f"{len(diff.unchanged)} unchanged, {len(diff.suppressed)} suppressed", ""]
-    rows = [("🆕 added", f) for f in view.sorted_findings(diff.added)]
-    rows += [("✏️ changed", f) for f in view.sorted_findings(diff.changed)]
-    rows += [("✅ removed", f) for f in view.sorted_findings(diff.removed)]
+    # one row per hazard site and change: the other chains to the same site are counted, not repeated
+    rows = [("🆕 added", g) for g in view.group_by_site(diff.added)]
+    rows += [("✏️ changed", g) for g in view.group_by_site(diff.changed)]
+    rows += [("✅ removed", g) for g in view.group_by_site(diff.removed)]
     if rows:
-        out += ["| | Rule | Site | Calls | Dynamo | Fix |", "|---|---|---|---|---|---|"]
-        for change, finding in rows[:MAX_ROWS]:
-            out.append(f"| {change} | " + _cells(finding, with_status=False))
-        if len(rows) > MAX_ROWS:
-            out.append(f"\n…and {len(rows) - MAX_ROWS} more.")
+        out += ["| | Rule | Site | Calls | Dynamo | Fix | Chains |", "|---|---|---|---|---|---|---|"]
+        for change, group in rows[:MAX_DIFF_ROWS]:
+            out.append(f"| {change} | " + _cells(group.lead, with_status=False) + f" {len(group.findings)} |")
+        if len(rows) > MAX_DIFF_ROWS:
+            out.append(f"\n…and {len(rows) - MAX_DIFF_ROWS} more sites (see the JSON or HTML diff).")
     return "\n".join(out).rstrip() + "\n"
 
 
