@@ -1,0 +1,132 @@
+"""Put each fix at the right boundary of a chain, and say why a fix users ask for would not work.
+
+FIELD_NOTES "Fix semantics": a custom op goes around the smallest function that owns the side
+effect and returns tensors (for FlashInfer's FP4 path: `fp4_quantize`, not `get_cuda_version`);
+a pre-warm is sound only when the forward reads a plain global the warm-up filled; never
+`torch.compiler.disable` under fullgraph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from dynacheck.catalog import FixTemplate
+from dynacheck.model import Fix, Hop
+
+
+@dataclass(frozen=True)
+class HopFacts:
+    """What place() needs to know about each hop's function, beyond the Hop itself."""
+
+    returns_tensors: bool
+    has_params: bool  # besides self
+    cached: bool  # functools.cache / lru_cache
+    def_file: str = ""
+    def_line: int = 0
+
+
+def boundary_index(chain: Sequence[Hop], facts: Sequence[HopFacts]) -> int:
+    """Index of the hop to wrap as a custom op.
+
+    The deepest hop that returns tensors, inside the package that owns the site; failing that,
+    the first hop that enters the site's package (the library's public entry point).
+    """
+    site_package = chain[-1].package
+    for i in range(len(chain) - 1, -1, -1):
+        if facts[i].returns_tensors and chain[i].package == site_package and i > 0:
+            return i
+    for i, hop in enumerate(chain):
+        if hop.package == site_package and i > 0:
+            return i
+    return len(chain) - 1
+
+
+def constant_index(chain: Sequence[Hop], facts: Sequence[HopFacts]) -> int | None:
+    """The outermost hop below the boundary that takes no arguments: a process-wide probe."""
+    for i in range(1, len(chain)):
+        if not facts[i].has_params and not facts[i].returns_tensors:
+            return i
+    return None
+
+
+def place(templates: Sequence[FixTemplate], chain: Sequence[Hop], facts: Sequence[HopFacts],
+          other_hazards_below_boundary: int = 0) -> tuple[Fix, ...]:
+    """Concrete fixes for one finding, sound ones first, each with its place and one-sentence reason."""
+    if not chain:
+        return ()
+    site = chain[-1]
+    b = boundary_index(chain, facts)
+    boundary = chain[b]
+    cached_hops = [h.function for h, f in zip(chain, facts) if f.cached]
+    fixes: list[Fix] = []
+    for template in templates:
+        fixes.append(_one(template, chain, facts, b, boundary, site, cached_hops, other_hazards_below_boundary))
+    fixes.sort(key=lambda f: (not f.sound,))
+    return tuple(fixes)
+
+
+def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, cached_hops: list[str],
+         others: int) -> Fix:
+    kind = template.kind
+    where = dict(file=facts[b].def_file or boundary.file, line=facts[b].def_line or boundary.line)
+    if kind == "custom_op":
+        reason = (f"Wrap `{boundary.function}` in torch.library.custom_op with a register_fake: it is the "
+                  f"smallest function on this chain that owns the side effect and returns tensors, so Dynamo "
+                  f"sees one opaque op and eager behaviour is kept.")
+        return Fix("custom_op", boundary.function, reason, snippet=custom_op_snippet(boundary.function),
+                   sound=template.sound, **where)
+    if kind == "assume_constant_result":
+        index = constant_index(chain, facts)
+        if index is None:
+            return Fix(kind, site.function, "Not applicable: every function on this chain takes arguments, so "
+                       "no value here is fixed for the process.", sound=False)
+        probe = chain[index]
+        if others:
+            return Fix(kind, probe.function,
+                       f"Not enough alone: `{probe.function}` could be frozen at trace time, but {others} other "
+                       f"untraceable call(s) are reached through `{boundary.function}`, so the compile still "
+                       f"breaks; put the fix at `{boundary.function}`.", file=facts[index].def_file,
+                       line=facts[index].def_line, snippet=f"torch._dynamo.assume_constant_result({probe.function})",
+                       sound=False)
+        return Fix(kind, probe.function, f"`{probe.function}` takes no arguments and its value is fixed for the "
+                   "process: assume_constant_result runs it once at trace time and freezes the value.",
+                   file=facts[index].def_file, line=facts[index].def_line,
+                   snippet=f"torch._dynamo.assume_constant_result({probe.function})", sound=template.sound)
+    if kind == "prewarm":
+        if cached_hops:
+            return Fix(kind, cached_hops[0], f"Pre-warming does not help: Dynamo traces through the "
+                       f"functools.cache wrapper of `{cached_hops[0]}` into its body, warm or cold.", sound=False)
+        return Fix(kind, site.function, "Sound only as a hoist: run it at model load and have the forward read a "
+                   "plain module global that the warm-up filled.", sound=False)
+    if kind == "allow_in_graph":
+        return Fix(kind, site.function, "Not sound here: allow_in_graph runs the body at trace time with fake "
+                   "tensors and again at every call, so the side effect still happens.", sound=False)
+    if kind == "disable":
+        return Fix(kind, boundary.function, "Not under fullgraph: torch.compiler.disable is itself a graph break "
+                   "(GB0098), which fullgraph=True turns into an error.", sound=False)
+    if kind == "hoist":
+        return Fix(kind, site.function, f"Compute `{site.function}`'s result at import or model load and read a "
+                   "plain module global inside the forward.", file=site.file, line=site.line, sound=template.sound)
+    if kind == "guard":
+        return Fix(kind, site.function, "Skip it when compiled with `if not torch.compiler.is_compiling():` — "
+                   "note the call then never runs inside the compiled model.", file=site.file, line=site.line,
+                   sound=template.sound)
+    text = " ".join(template.text.split())
+    return Fix(kind, site.function, text[:300], file=site.file, line=site.line, sound=template.sound)
+
+
+def custom_op_snippet(qualname: str) -> str:
+    module, _, name = qualname.rpartition(".")
+    return (
+        "import torch\n"
+        f"import {module} as _lib\n\n"
+        f"_orig = _lib.{name}\n\n"
+        f"@torch.library.custom_op(\"dynacheck::{name}\", mutates_args=())\n"
+        f"def {name}(*args):  # spell out the real signature\n"
+        f"    return _orig(*args)\n\n"
+        f"@{name}.register_fake\n"
+        f"def _(*args):\n"
+        f"    ...  # return empty tensors with the exact shapes/dtypes eager returns\n\n"
+        f"_lib.{name} = {name}  # and every other module global bound to the original\n"
+    )

@@ -1,0 +1,1 @@
+"""The CI gate: fingerprints stable across line moves, baselines, suppressions, dependency diffs."""

@@ -1,0 +1,144 @@
+"""Baseline files: the findings a project has accepted, written so that a diff of the file reads well.
+
+The file holds no line numbers, file paths, times or absolute paths, only what a fingerprint is
+made of plus the severity and Dynamo outcome, sorted, with sorted keys and a trailing newline:
+updating it twice over the same code gives the same bytes, and moving code changes nothing.
+Suppressed findings are not written: their suppression comment is their record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dynacheck.errors import UserError
+from dynacheck.gate.fingerprint import fingerprint as compute_fingerprint
+from dynacheck.gate.suppress import SUPPRESSED
+from dynacheck.model import Diff, Finding, Hop, Outcome, ScanResult, Site
+
+BASELINE_SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    targets: tuple[dict[str, str], ...]  # {"spec", "name", "version"}
+    entries: tuple[str, ...]
+    findings: tuple[dict[str, Any], ...]
+    source: str = ""  # the file it was read from
+
+
+def with_fingerprints(result: ScanResult) -> ScanResult:
+    """Fill any empty `Finding.fingerprint` (the scan normally does; a hand-built result may not)."""
+    findings = tuple(
+        f if f.fingerprint else dataclasses.replace(f, fingerprint=compute_fingerprint(f)) for f in result.findings
+    )
+    return dataclasses.replace(result, findings=findings)
+
+
+def baseline_from_scan(result: ScanResult, specs: tuple[str, ...] | None = None) -> Baseline:
+    """The accepted state: active (not suppressed) findings of a scan, one record per fingerprint."""
+    result = with_fingerprints(result)
+    records = {f.fingerprint: finding_record(f) for f in result.findings if f.status != SUPPRESSED}
+    targets = []
+    for index, target in enumerate(result.targets):
+        spec = specs[index] if specs is not None and index < len(specs) else target.spec
+        targets.append({"spec": spec, "name": target.name, "version": target.version})
+    return Baseline(
+        targets=tuple(targets),
+        entries=tuple(result.entries),
+        findings=tuple(records[key] for key in sorted(records)),
+    )
+
+
+def finding_record(finding: Finding) -> dict[str, Any]:
+    return {
+        "fingerprint": finding.fingerprint or compute_fingerprint(finding),
+        "rule": finding.rule,
+        "title": finding.title,
+        "severity": finding.severity,
+        "function": finding.site.function,
+        "callee": finding.site.callee,
+        "outcome": finding.outcome.kind,
+        "gb_id": finding.outcome.gb_id,
+        "chain": [hop.function for hop in finding.chain],
+    }
+
+
+def dumps(baseline: Baseline) -> str:
+    data = {
+        "schema_version": BASELINE_SCHEMA_VERSION,
+        "tool": "dynacheck",
+        "targets": list(baseline.targets),
+        "entries": list(baseline.entries),
+        "findings": list(baseline.findings),
+    }
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_baseline(baseline: Baseline, path: Path) -> bool:
+    """Write the file; returns False (and leaves the file alone) when the bytes would not change."""
+    text = dumps(baseline)
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise UserError(f"Cannot write baseline {path}: {exc.strerror or exc}.") from None
+    return True
+
+
+def read_baseline(path: Path) -> Baseline:
+    if not path.is_file():
+        raise UserError(
+            f"Baseline {path} does not exist.",
+            "Run `dynacheck gate --update-baseline` once to record the current findings, and commit the file.",
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"Baseline {path} is not readable JSON: {exc}.", "Regenerate it with --update-baseline.") from None
+    if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA_VERSION:
+        raise UserError(
+            f"Baseline {path} has schema version {data.get('schema_version') if isinstance(data, dict) else None!r};"
+            f" this dynacheck reads {BASELINE_SCHEMA_VERSION!r}.",
+            "Regenerate it with --update-baseline.",
+        )
+    findings = data.get("findings", [])
+    if not isinstance(findings, list) or not all(isinstance(f, dict) and f.get("fingerprint") for f in findings):
+        raise UserError(f"Baseline {path} has a malformed findings list.", "Regenerate it with --update-baseline.")
+    return Baseline(
+        targets=tuple(data.get("targets", ())),
+        entries=tuple(data.get("entries", ())),
+        findings=tuple(findings),
+        source=str(path),
+    )
+
+
+def finding_from_record(record: dict[str, Any]) -> Finding:
+    """A Finding rebuilt from a baseline record (no files or lines: the baseline has none)."""
+    return Finding(
+        rule=record.get("rule", ""),
+        title=record.get("title", ""),
+        severity=record.get("severity", ""),
+        site=Site(file="", line=0, function=record.get("function", ""), callee=record.get("callee", "")),
+        chain=tuple(Hop(function=name, file="", line=0, via="") for name in record.get("chain", ())),
+        outcome=Outcome(kind=record.get("outcome", ""), gb_id=record.get("gb_id", "")),
+        fingerprint=record["fingerprint"],
+    )
+
+
+def compare(baseline: Baseline, scan: ScanResult) -> Diff:
+    """Sort a scan's findings against the accepted ones: added, removed, changed, unchanged, suppressed."""
+    from dynacheck.gate.diff import compare_findings
+
+    before = [finding_from_record(r) for r in baseline.findings]
+    return compare_findings(
+        before,
+        list(with_fingerprints(scan).findings),
+        before_label=(baseline.source,) if baseline.source else tuple(t.get("spec", "") for t in baseline.targets),
+        after_label=tuple(t.spec for t in scan.targets),
+    )

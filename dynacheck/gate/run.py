@@ -1,0 +1,88 @@
+"""The gate as a library call: scan, mark ignores and suppressions, compare with the baseline, judge.
+
+Kept apart from the click command so tests and other rooms can call it and read the verdict.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dynacheck.errors import UserError
+from dynacheck.gate.baseline import baseline_from_scan, compare, read_baseline, with_fingerprints, write_baseline
+from dynacheck.gate.config import GateConfig
+from dynacheck.gate.suppress import apply_ignores, apply_suppressions
+from dynacheck.model import Diff, Finding, ScanResult, severity_rank
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    diff: Diff
+    failing: tuple[Finding, ...]  # new (or worsened) findings at or above the threshold
+    scan: ScanResult
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failing else 0
+
+
+def check_scan_inputs(specs: Sequence[str], entries: Sequence[str], preset: str | None) -> None:
+    if not specs:
+        raise UserError("No targets to scan.", "Pass --target SPEC or set targets in [tool.dynacheck].")
+    if not entries and not preset:
+        raise UserError(
+            "No entry to scan from.", "Pass --entry module:Class.method or --preset, or set them in [tool.dynacheck]."
+        )
+
+
+def run_scan(specs: Sequence[str], entries: Sequence[str], preset: str | None, *, offline: bool = False) -> ScanResult:
+    """Call the static engine; a missing engine is a user-facing error, not a traceback."""
+    check_scan_inputs(specs, entries, preset)
+    try:
+        scan_module = importlib.import_module("dynacheck.static.scan")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("dynacheck.static", "dynacheck.static.scan"):
+            raise UserError("The static scan engine (dynacheck.static) is not installed.") from None
+        raise
+    result = scan_module.scan(list(specs), entries=tuple(entries), preset=preset, offline=offline)
+    return with_fingerprints(result)
+
+
+def prepare(result: ScanResult, ignore: Sequence[str]) -> ScanResult:
+    """Ignored rules and inline suppressions become `status="suppressed"` with the reason in `note`."""
+    return apply_suppressions(apply_ignores(with_fingerprints(result), tuple(ignore)))
+
+
+def judge(diff: Diff, fail_on: str, result: ScanResult) -> GateVerdict:
+    """Fail on new findings at or above `fail_on`, and on known ones whose severity rose to it."""
+    threshold = severity_rank(fail_on)
+    failing = [f for f in diff.added if severity_rank(f.severity) >= threshold]
+    failing += [f for f in diff.changed if severity_rank(f.severity) >= threshold]
+    return GateVerdict(diff=diff, failing=tuple(failing), scan=result)
+
+
+def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = False) -> tuple[GateVerdict | None, bool]:
+    """Run the gate; with `update_baseline` write the file and return (None, whether it changed)."""
+    baseline_path = config.baseline_path()
+    check_scan_inputs(config.targets, config.entries, config.preset)
+    if not update_baseline:
+        baseline = read_baseline(baseline_path)  # fail fast, before a long scan
+    result = prepare(run_scan(config.target_specs_for_scan(), config.entries, config.preset, offline=offline), config.ignore)
+    if update_baseline:
+        return None, write_baseline(baseline_from_scan(result, specs=_specs_as_written(config, result)), baseline_path)
+    diff = compare(baseline, result)
+    return judge(diff, config.fail_on, result), False
+
+
+def _specs_as_written(config: GateConfig, result: ScanResult) -> tuple[str, ...] | None:
+    """The configured specs (relative paths, not this machine's absolute ones) when they line up with the targets."""
+    return tuple(config.targets) if len(config.targets) == len(result.targets) else None
+
+
+def baseline_display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

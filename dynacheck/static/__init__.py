@@ -1,0 +1,1 @@
+"""Static analysis: read sources with libcst, never import them, and predict what Dynamo does."""

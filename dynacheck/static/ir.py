@@ -1,0 +1,56 @@
+"""A tiny picklable expression form, enough to resolve calls later without the syntax tree.
+
+Summaries keep expressions as nested tuples so a cached summary is small, fast to load and
+independent of libcst's classes. Shapes:
+
+    ("n", name)                      a bare name
+    ("a", base, attr)                attribute access
+    ("c", func, args, kwargs)        call; args a tuple of exprs, kwargs a tuple of (name, expr)
+    ("s", base)                      subscript (index dropped)
+    ("l", params, body)              lambda
+    ("d", values)                    dict literal (values only: dispatch tables)
+    ("q", elems)                     list / tuple / set / comprehension element
+    ("if", a, b)                     conditional expression: either value
+    ("not", e) ("and", es) ("or", es) boolean tests (guards)
+    ("k",)                           a constant
+    ("?",)                           anything else
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Expr = tuple[Any, ...]
+
+UNKNOWN: Expr = ("?",)
+CONST: Expr = ("k",)
+
+
+def dotted(expr: Expr) -> str | None:
+    """`a.b.c` for a chain of names and attributes, else None."""
+    parts: list[str] = []
+    while expr and expr[0] == "a":
+        parts.append(expr[2])
+        expr = expr[1]
+    if expr and expr[0] == "n":
+        parts.append(expr[1])
+        return ".".join(reversed(parts))
+    return None
+
+
+def render(expr: Expr) -> str:
+    """Short human text for an expression, for notes and messages."""
+    kind = expr[0] if expr else "?"
+    if kind == "n":
+        return expr[1]
+    if kind == "a":
+        return f"{render(expr[1])}.{expr[2]}"
+    if kind == "c":
+        return f"{render(expr[1])}(...)"
+    if kind == "s":
+        return f"{render(expr[1])}[...]"
+    if kind == "l":
+        return "lambda"
+    if kind == "not":
+        return f"not {render(expr[1])}"
+    return "..."

@@ -1,0 +1,208 @@
+"""Breadth-first walk from the entries over what Dynamo would trace, collecting hazard hits.
+
+Breadth-first means the first chain that reaches a site is a shortest one. Each node is a
+function together with its receiver class (virtual dispatch differs per subclass) and, for
+decorator wrappers, the function the wrapper wraps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from dynacheck import model as m
+from dynacheck.static import dynamo
+from dynacheck.static.dynamo import Boundaries
+from dynacheck.static.ir import dotted, render
+from dynacheck.static.summary import CallSite
+from dynacheck.static.values import Evaluator, Scope, Value, weaker
+
+MAX_NODES = 20_000
+
+TRACE = "trace"  # Dynamo traces this code: untraceable calls break the graph
+TRACE_TIME = "trace_time"  # allow_in_graph / nonstrict_trace body: runs at trace and run time
+CONSTANT = "constant"  # assume_constant_result body: runs once at trace time
+
+
+@dataclass(frozen=True)
+class NodeKey:
+    module: str
+    qualname: str
+    self_cls: str = ""
+    bound: tuple = ()
+    mode: str = TRACE
+
+
+@dataclass
+class Node:
+    key: NodeKey
+    func: Value
+    bound: tuple
+    parent: NodeKey | None
+    call_line: int  # line in the parent where this node is called
+    via: str
+    confidence: str
+    note: str = ""
+    loop: str = ""  # the parent's call is inside this loop
+
+
+@dataclass
+class Hit:
+    """One hazard reached: the call site in node `at`, and what it is."""
+
+    at: NodeKey
+    call: CallSite
+    callee: str  # external qualified name, method name, or the boundary's function
+    kind: str  # call | method | boundary | pruned
+    boundary: str = ""  # for kind=boundary: disable | allow_in_graph | ...; for pruned: the guard text
+    mode: str = TRACE
+    confidence: str = "high"
+    note: str = ""
+
+
+@dataclass
+class Walk:
+    nodes: dict[NodeKey, Node] = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+    unresolved: int = 0
+    truncated: bool = False
+
+
+class Reacher:
+    def __init__(self, evaluator: Evaluator, boundaries: Boundaries,
+                 is_hazard: Callable[[str, str], bool]) -> None:
+        self.ev = evaluator
+        self.bd = boundaries
+        self.is_hazard = is_hazard  # (kind "call"|"method", name) -> a rule matches
+
+    def walk(self, entries: list[Value]) -> Walk:
+        result = Walk()
+        queue: deque[NodeKey] = deque()
+        for entry in entries:
+            key = self._key(entry, (), TRACE)
+            if key not in result.nodes:
+                result.nodes[key] = Node(key, entry, (), None, 0, m.VIA_ENTRY, "high")
+                queue.append(key)
+        while queue:
+            if len(result.nodes) > MAX_NODES:
+                result.truncated = True
+                break
+            node = result.nodes[queue.popleft()]
+            scope = self.ev.function_scope(node.func, node.bound)
+            if scope is None or scope.function is None:
+                continue
+            for call in scope.function.calls:
+                self._visit_call(node, scope, call, result, queue)
+        return result
+
+    @staticmethod
+    def _key(func: Value, bound: tuple, mode: str) -> NodeKey:
+        bound_key = tuple((name, tuple(v.key() for v in values)) for name, values in bound)
+        return NodeKey(func.module, func.name, func.self_cls.name if func.self_cls else "", bound_key, mode)
+
+    def _visit_call(self, node: Node, scope: Scope, call: CallSite, result: Walk, queue: deque) -> None:
+        pruned = self.bd.pruned_under_compile(call.guards, scope) if call.guards else ""
+        targets = self.ev.eval(call.func, scope)
+        if call.kind == "with":
+            targets = [self._enter(t) for t in targets]
+        mode = node.key.mode
+        for target in targets:
+            confidence = weaker(node.confidence, target.confidence)
+            if pruned:
+                name = self._hazard_name(target, call)
+                if name:
+                    result.hits.append(Hit(node.key, call, name, "pruned", pruned, mode, confidence))
+                continue
+            kind = target.kind
+            if kind == "func":
+                self._enter_function(node, call, target, confidence, result, queue)
+            elif kind == "cls":
+                init = self.ev.member(replace(target, kind="inst"), "__init__", 1)
+                for fn in init:
+                    if fn.kind == "func":
+                        self._push(node, call, replace(fn, via=m.VIA_CONSTRUCTOR), confidence, result, queue)
+                    elif fn.kind == "ext" and self.is_hazard("call", target_name(target)):
+                        result.hits.append(Hit(node.key, call, target_name(target), "call", mode=mode,
+                                               confidence=confidence))
+            elif kind == "inst":
+                method = "forward" if self.ev.is_nn_module(target) else "__call__"
+                via = m.VIA_MODULE_CALL if method == "forward" else target.via
+                for fn in self.ev.member(target, method, 1):
+                    if fn.kind == "func":
+                        self._push(node, call, replace(fn, via=via if target.via != m.VIA_HIERARCHY else target.via,
+                                                       confidence=weaker(fn.confidence, target.confidence)),
+                                   confidence, result, queue)
+            elif kind in ("ext", "extinst"):
+                name = target.name
+                if kind == "extinst":
+                    name = f"{name}.__call__"
+                if self.is_hazard("call", name):
+                    result.hits.append(Hit(node.key, call, name, "call", mode=mode, confidence=confidence))
+            elif kind == "unknown" and target.name and call.func and call.func[0] == "a":
+                if self.is_hazard("method", target.name):
+                    result.hits.append(Hit(node.key, call, target.name, "method", mode=mode,
+                                           confidence=weaker(confidence, "medium")))
+                else:
+                    result.unresolved += 1
+            elif kind == "unknown":
+                result.unresolved += 1
+
+    def _enter(self, value: Value) -> Value:
+        """`with x:` calls x.__enter__."""
+        if value.kind in ("ext", "extinst"):
+            return Value("ext", name=f"{value.name}.__enter__", confidence=value.confidence)
+        if value.kind == "inst":
+            found = self.ev.member(value, "__enter__", 1)
+            return found[0] if found else Value("unknown")
+        return Value("unknown")
+
+    def _hazard_name(self, target: Value, call: CallSite) -> str:
+        if target.kind in ("ext", "extinst") and self.is_hazard("call", target.name):
+            return target.name
+        if target.kind == "unknown" and target.name and self.is_hazard("method", target.name):
+            return target.name
+        return ""
+
+    def _enter_function(self, node: Node, call: CallSite, func: Value, confidence: str,
+                        result: Walk, queue: deque) -> None:
+        effect = self.bd.effect(func)
+        kind = effect.kind
+        note = "; ".join(n for n in effect.notes if n)
+        if kind == dynamo.DISABLE:
+            result.hits.append(Hit(node.key, call, qualified(func), "boundary", "disable", node.key.mode,
+                                   confidence, note))
+            return
+        if kind == dynamo.OPAQUE:
+            return
+        if kind in (dynamo.ALLOW_IN_GRAPH, dynamo.NONSTRICT, dynamo.CONSTANT):
+            result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
+                                   confidence, note))
+            inner_mode = CONSTANT if kind == dynamo.CONSTANT else TRACE_TIME
+            self._push(node, call, func, confidence, result, queue, mode=inner_mode, note=note)
+            return
+        if kind == dynamo.WRAPPER:
+            for wrapper, bound in effect.wrappers:
+                self._push(node, call, wrapper, confidence, result, queue, bound=bound, note=note)
+        self._push(node, call, func, confidence, result, queue, note=note)
+
+    def _push(self, node: Node, call: CallSite, func: Value, confidence: str, result: Walk, queue: deque,
+              bound: tuple = (), mode: str | None = None, note: str = "") -> None:
+        mode = mode or node.key.mode
+        key = self._key(func, bound, mode)
+        if key in result.nodes:
+            return
+        result.nodes[key] = Node(key, func, bound, node.key, call.line, func.via,
+                                 weaker(confidence, func.confidence), note or func.note, call.loop)
+        queue.append(key)
+
+
+def qualified(func: Value) -> str:
+    return f"{func.module}.{func.name}" if func.module else func.name
+
+
+def target_name(value: Value) -> str:
+    return value.name if value.kind in ("ext", "extinst") else qualified(value)
+
+
+__all__ = ["Reacher", "Walk", "Hit", "Node", "NodeKey", "dotted", "render"]

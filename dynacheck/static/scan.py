@@ -1,0 +1,149 @@
+"""The static scan, end to end: targets → summaries → walk from the entries → findings.
+
+Nothing here imports or runs the scanned code; torch, when installed, is only asked about its
+own graph-break registry (through the catalogue).
+"""
+
+from __future__ import annotations
+
+import difflib
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from dynacheck import __version__
+from dynacheck.catalog import load_catalog
+from dynacheck.errors import UserError
+from dynacheck.model import Problem, ScanResult, ScanStats, Target
+from dynacheck.sources.locate import ModuleLocator
+from dynacheck.sources.resolve import default_cache_dir, resolve_target
+from dynacheck.static.cache import SummaryCache
+from dynacheck.static.dynamo import Boundaries
+from dynacheck.static.findings import FindingBuilder
+from dynacheck.static.index import Index
+from dynacheck.static.presets import preset_entries
+from dynacheck.static.reach import Reacher
+from dynacheck.static.values import Evaluator, Value
+
+Progress = Callable[[str], None]
+
+
+def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str | None = None, *,
+         cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None) -> ScanResult:
+    """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it."""
+    if not target_specs:
+        raise UserError("No target to scan.", "Pass --target SPEC (e.g. sglang==0.5.9) or a folder.")
+    cache = cache_dir if cache_dir is not None else default_cache_dir()
+    targets = []
+    for spec in target_specs:
+        if progress:
+            progress(f"resolving {spec}")
+        targets.append(resolve_target(spec, cache_dir=cache, offline=offline))
+    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress)
+
+
+def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir: Path | None = None,
+               preset: str | None = None) -> ScanResult:
+    """Scan folders that hold packages (fixtures, a checkout's src/), without any download."""
+    targets = [resolve_target(str(root), cache_dir=cache_dir or default_cache_dir()) for root in roots]
+    return scan_targets(targets, entries, preset, cache_dir=cache_dir)
+
+
+def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
+                 cache_dir: Path | None = None, progress: Progress | None = None) -> ScanResult:
+    started = time.perf_counter()
+    all_entries = list(entries)
+    if preset:
+        all_entries.extend(e for e in preset_entries(preset, targets) if e not in all_entries)
+    if not all_entries:
+        raise UserError("No entry to start from.", "Pass --entry module.path:Class.method or --preset glm5.")
+    catalog = load_catalog()
+    problems: list[Problem] = []
+    locator = ModuleLocator(targets)
+    cache = SummaryCache(cache_dir if cache_dir is not None else default_cache_dir())
+    index = Index(locator, cache, problems)
+    evaluator = Evaluator(index)
+    boundaries = Boundaries(evaluator)
+    entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
+    if progress:
+        progress(f"walking from {len(entry_values)} entr{'y' if len(entry_values) == 1 else 'ies'}")
+
+    def is_hazard(kind: str, name: str) -> bool:
+        return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
+
+    walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values)
+    if walk.truncated:
+        problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
+    entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}
+
+    def entry_of(key) -> str:
+        node = walk.nodes[key]
+        while node.parent is not None:
+            node = walk.nodes[node.parent]
+        return entry_names.get((node.key.module, node.key.qualname), "")
+
+    builder = FindingBuilder(index, catalog, locator.display_path, lambda p: _package(locator, p))
+    findings = builder.build(walk, entry_of)
+    stats = ScanStats(
+        files_in_trees=sum(1 for _ in locator.iter_files()),
+        files_parsed=cache.parsed + cache.hits,
+        cache_hits=cache.hits,
+        functions_visited=len(walk.nodes),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return ScanResult(
+        targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
+        problems=tuple(_display_problems(problems, locator)), stats=stats, tool_version=__version__,
+        torch_version=catalog.torch_version,
+    )
+
+
+def resolve_entry(entry: str, evaluator: Evaluator, locator: ModuleLocator) -> Value:
+    """`pkg.module:Class.method` or `pkg.module:function` to a function value; suggestions when unknown."""
+    module_name, sep, qualname = entry.partition(":")
+    if not sep or not module_name or not qualname:
+        raise UserError(f"Entry {entry!r} is not of the form module.path:Class.method.",
+                        "Example: sglang.srt.models.deepseek_v2:DeepseekV2Model.forward")
+    summary = evaluator.index.module(module_name)
+    if summary is None:
+        close = _close(module_name, _module_names(locator, module_name))
+        raise UserError(f"Entry module {module_name!r} is not in the scanned targets.", close)
+    if summary.error:
+        raise UserError(f"Entry module {module_name!r} could not be parsed ({summary.error}).")
+    if qualname in summary.functions:
+        owner = summary.functions[qualname].cls
+        self_cls = Value("cls", module_name, owner) if owner else None
+        return Value("func", module_name, qualname, "entry", self_cls=self_cls)
+    cls_name, _, method = qualname.rpartition(".")
+    if cls_name in summary.classes and method:
+        cls = Value("cls", module_name, cls_name)
+        for value in evaluator.member(Value("inst", module_name, cls_name), method, 1):
+            if value.kind == "func":
+                return Value("func", value.module, value.name, "entry", self_cls=cls)
+    names = list(summary.functions) + [f"{c}.{m}" for c, k in summary.classes.items() for m in k.methods]
+    raise UserError(f"Entry {entry!r} names no function in {module_name}.", _close(qualname, names))
+
+
+def _close(word: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(word, options, n=3, cutoff=0.5)
+    return f"Did you mean: {', '.join(close)}?" if close else ""
+
+
+def _module_names(locator: ModuleLocator, near: str) -> list[str]:
+    names = []
+    for path in locator.iter_files():
+        name = locator.module_name_of(path)
+        if name:
+            names.append(name)
+        if len(names) > 20_000:
+            break
+    return names
+
+
+def _package(locator: ModuleLocator, path: str) -> str:
+    target = locator.target_of(path)
+    return target.name if target is not None else ""
+
+
+def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:
+    return [Problem(p.kind, locator.display_path(p.file) if p.file else "", p.message) for p in problems]

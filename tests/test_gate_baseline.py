@@ -1,0 +1,125 @@
+"""Baseline files are deterministic and portable; comparing sorts findings into new/fixed/changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dynacheck.errors import UserError
+from dynacheck.gate.baseline import baseline_from_scan, compare, dumps, read_baseline, write_baseline
+from dynacheck.gate.diff import diff_scans
+from dynacheck.gate.run import judge
+from dynacheck.model import Finding, Hop, Outcome, ScanResult, Site, Target
+
+
+def finding(callee: str, *, line: int = 10, severity: str = "error", gb_id: str = "GB0007", status: str = "predicted") -> Finding:
+    return Finding(
+        rule="DC001" if callee.startswith("subprocess") else "DC020",
+        title=f"calls {callee}",
+        severity=severity,
+        site=Site("pkg/mod.py", line, "pkg.mod.helper", callee, code=f"{callee}()"),
+        chain=(Hop("pkg.mod.Model.forward", "pkg/mod.py", line - 5, "entry"), Hop("pkg.mod.helper", "pkg/mod.py", line, "import")),
+        outcome=Outcome("graph_break", gb_id),
+        status=status,
+    )
+
+
+def scan(*findings: Finding, version: str = "1.0") -> ScanResult:
+    target = Target(spec="/abs/machine/path/src", name="pkg", version=version, root="/abs/machine/path/src", kind="folder")
+    return ScanResult(targets=(target,), entries=("pkg.mod:Model.forward",), findings=findings)
+
+
+def test_baseline_text_is_sorted_and_has_no_lines_or_machine_paths() -> None:
+    text = dumps(baseline_from_scan(scan(finding("time.perf_counter"), finding("subprocess.run")), specs=("src",)))
+    data = json.loads(text)
+    assert text.endswith("}\n")
+    assert [r["fingerprint"] for r in data["findings"]] == sorted(r["fingerprint"] for r in data["findings"])
+    assert data["targets"] == [{"name": "pkg", "spec": "src", "version": "1.0"}]
+    assert "/abs/machine" not in text
+    assert '"line"' not in text and "pkg/mod.py" not in text
+    assert data["findings"][0]["chain"][0] == "pkg.mod.Model.forward"
+
+
+def test_writing_twice_gives_the_same_bytes_and_order_of_findings_does_not_matter(tmp_path: Path) -> None:
+    path = tmp_path / "base.json"
+    assert write_baseline(baseline_from_scan(scan(finding("a.b"), finding("subprocess.run"))), path) is True
+    first = path.read_bytes()
+    assert write_baseline(baseline_from_scan(scan(finding("subprocess.run"), finding("a.b"))), path) is False
+    assert path.read_bytes() == first
+
+
+def test_suppressed_findings_are_not_written() -> None:
+    baseline = baseline_from_scan(scan(finding("a.b"), finding("subprocess.run", status="suppressed")))
+    assert [r["callee"] for r in baseline.findings] == ["a.b"]
+
+
+def test_round_trip_then_compare_moved_code_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "base.json"
+    write_baseline(baseline_from_scan(scan(finding("subprocess.run"), finding("a.b"))), path)
+    moved = scan(finding("subprocess.run", line=80), finding("a.b", line=3))
+    diff = compare(read_baseline(path), moved)
+    assert (len(diff.added), len(diff.removed), len(diff.changed), len(diff.unchanged)) == (0, 0, 0, 2)
+    assert judge(diff, "info", moved).exit_code == 0
+
+
+def test_new_fixed_changed_and_suppressed(tmp_path: Path) -> None:
+    path = tmp_path / "base.json"
+    write_baseline(baseline_from_scan(scan(finding("a.b"), finding("c.d", severity="warning"), finding("e.f"))), path)
+    now = scan(
+        finding("subprocess.run"),  # new
+        finding("c.d", severity="error"),  # severity rose
+        finding("e.f", status="suppressed"),  # suppressed now: not "fixed"
+    )
+    diff = compare(read_baseline(path), now)
+    assert [f.site.callee for f in diff.added] == ["subprocess.run"]
+    assert [f.site.callee for f in diff.removed] == ["a.b"]
+    assert [f.site.callee for f in diff.changed] == ["c.d"]
+    assert [f.site.callee for f in diff.suppressed] == ["e.f"]
+    assert diff.before == (str(path),)
+    verdict = judge(diff, "error", now)
+    assert verdict.exit_code == 1
+    assert {f.site.callee for f in verdict.failing} == {"subprocess.run", "c.d"}
+
+
+def test_threshold_lets_lower_severities_pass() -> None:
+    before, after = scan(), scan(finding("x.y", severity="warning"))
+    diff = diff_scans(before, after)
+    assert len(diff.added) == 1
+    assert judge(diff, "error", after).exit_code == 0
+    assert judge(diff, "warning", after).exit_code == 1
+
+
+def test_diff_scans_labels_and_outcome_change() -> None:
+    before = scan(finding("subprocess.run", gb_id="GB0007"), version="0.6.2")
+    after = scan(finding("subprocess.run", gb_id="GB0156"), version="0.6.3")
+    diff = diff_scans(before, after)
+    assert [f.outcome.gb_id for f in diff.changed] == ["GB0156"]
+    assert diff.before == ("/abs/machine/path/src (0.6.2)",)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("{not json", "not readable JSON"), ('{"schema_version": "99", "findings": []}', "schema version"),
+     ('{"schema_version": "1", "findings": [{"rule": "DC001"}]}', "malformed")],
+)
+def test_bad_baseline_files_are_user_errors(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(UserError, match=expected):
+        read_baseline(path)
+
+
+def test_missing_baseline_says_how_to_create_it(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as info:
+        read_baseline(tmp_path / "none.json")
+    assert "--update-baseline" in str(info.value)
+
+
+def test_unchanged_keeps_the_current_finding_with_its_lines(tmp_path: Path) -> None:
+    path = tmp_path / "base.json"
+    write_baseline(baseline_from_scan(scan(finding("a.b"))), path)
+    diff = compare(read_baseline(path), scan(finding("a.b", line=44)))
+    assert diff.unchanged[0].site.line == 44
+    assert diff.unchanged[0].site.file == "pkg/mod.py"

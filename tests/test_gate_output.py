@@ -1,0 +1,73 @@
+"""The gate's own outputs: GitHub annotations, markdown for PR comments, terminal lines, paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dynacheck.gate.annotations import render_github
+from dynacheck.gate.output import relative_to_workdir
+from dynacheck.gate.text import render_markdown, render_terminal
+from dynacheck.model import Diff, Finding, Hop, Outcome, Site, Target
+
+
+def finding(callee: str, severity: str = "error", file: str = "pkg/quant.py") -> Finding:
+    return Finding(
+        rule="DC001",
+        title="Process spawn on the compiled path",
+        severity=severity,
+        site=Site(file, 12, "pkg.quant.nvcc_version", callee, column=10),
+        chain=(Hop("pkg.model.Model.forward", "pkg/model.py", 25, "entry"), Hop("pkg.quant.quantize", file, 18, "import")),
+        outcome=Outcome("graph_break", "GB0007", fatal_under_fullgraph=True),
+        status="suppressed" if severity == "info" else "predicted",
+        note="probe runs once (pkg/quant.py:12)" if severity == "info" else "",
+    )
+
+
+def diff() -> Diff:
+    return Diff(
+        before=("v1",), after=("v2",),
+        added=(finding("subprocess.run"), finding("os.getcwd", severity="warning")),
+        removed=(finding("time.perf_counter"),),
+        suppressed=(finding("os.path.exists", severity="info"),),
+    )
+
+
+def test_github_annotations_for_new_findings_only() -> None:
+    lines = render_github(diff()).splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("::error file=pkg/quant.py,line=12,col=10,title=dynacheck DC001 (new)::")
+    assert lines[1].startswith("::warning ")
+    assert "subprocess.run in pkg.quant.nvcc_version [GB0007, fatal under fullgraph]" in lines[0]
+    assert "%0Avia pkg.model.Model.forward → pkg.quant.quantize → pkg.quant.nvcc_version" in lines[0]
+
+
+def test_markdown_table_lists_each_kind() -> None:
+    text = render_markdown(diff(), title="dynacheck diff")
+    assert text.startswith("### dynacheck diff: 2 new, 1 fixed, 0 changed, 0 unchanged, 1 suppressed")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
+    assert [row.split("|")[1].strip() for row in rows] == ["added", "added", "removed", "suppressed"]
+    assert "`subprocess.run`" in rows[0] and "GB0007, fatal under fullgraph" in rows[0]
+
+
+def test_markdown_when_nothing_changed() -> None:
+    assert "No Dynamo hazards were added or removed" in render_markdown(Diff(before=("a",), after=("b",)))
+
+
+def test_terminal_lines_name_new_fixed_and_suppressed_with_reason() -> None:
+    text = render_terminal(diff())
+    assert "NEW        error   DC001 subprocess.run in pkg.quant.nvcc_version (pkg/quant.py:12)" in text
+    assert "FIXED      error   DC001 time.perf_counter" in text
+    assert "reason: probe runs once (pkg/quant.py:12)" in text
+
+
+def test_paths_become_relative_to_the_working_directory(tmp_path: Path) -> None:
+    root = tmp_path / "fixtures" / "v2"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "quant.py").write_text("x = 1\n")
+    target = Target(spec=str(root), name="pkg", version="", root=str(root), kind="folder")
+    moved = relative_to_workdir(diff(), (target,), workdir=tmp_path)
+    assert moved.added[0].site.file == "fixtures/v2/pkg/quant.py"
+    assert moved.added[0].chain[1].file == "fixtures/v2/pkg/quant.py"
+    assert moved.added[0].chain[0].file == "pkg/model.py"  # not on disk: left alone
+    outside = relative_to_workdir(diff(), (target,), workdir=tmp_path / "elsewhere")
+    assert outside.added[0].site.file == "pkg/quant.py"
