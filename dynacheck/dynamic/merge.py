@@ -69,9 +69,12 @@ def load_process(path: Path) -> tuple[ProcessInfo | None, list[Event], str]:
     if not header and not events:
         return None, [], torch_version
     pid = int(header.get("pid") or (events[0].pid if events else 0))
+    rank = int(header.get("rank", -1))
+    if rank < 0:  # the rank may be set after start-up (e.g. in a spawned worker's target)
+        rank = next((e.rank for e in events if e.rank >= 0), -1)
     info = ProcessInfo(
         pid=pid,
-        rank=int(header.get("rank", -1)),
+        rank=rank,
         argv=tuple(header.get("argv") or ()),
         events=len(events),
         ended=ended,
