@@ -62,12 +62,16 @@ def _chain_in_stack(finding: Finding, stack: tuple[Frame, ...]) -> bool:
     return True
 
 
+def _frames(event: Event) -> tuple[Frame, ...]:
+    return event.user_stack or ((event.site,) if event.site is not None else ())
+
+
 def event_confirms(event: Event, finding: Finding) -> bool:
     site = finding.site
-    if any(frame_is(f, site.function, site.file, site.line) for f in event.user_stack):
+    if any(frame_is(f, site.function, site.file, site.line) for f in _frames(event)):
         return True
     gb_ok = not (event.gb_id and finding.outcome.gb_id) or event.gb_id == finding.outcome.gb_id
-    return gb_ok and _chain_in_stack(finding, event.user_stack)
+    return gb_ok and _chain_in_stack(finding, _frames(event))
 
 
 def _target_roots(scan: ScanResult) -> list[str]:
@@ -86,7 +90,7 @@ def unresolved_hop(event: Event, scan: ScanResult) -> str:
     roots = _target_roots(scan)
     files = {h.file for f in scan.findings for h in f.chain} | {f.site.file for f in scan.findings}
     on_chain = {h.function for f in scan.findings for h in f.chain}
-    for frame in reversed(event.user_stack):
+    for frame in reversed(_frames(event)):
         if not _in_target(frame, roots, files):
             continue
         where = f"{frame.function} ({frame.file}:{frame.line})"
