@@ -79,6 +79,16 @@ def test_time_time_breaks_and_recompiles(rows):
     assert "time.time()" in recompiles[0].detail  # the guard failure names the source line
 
 
+def test_recompile_storm_hits_the_recompile_limit(rows):
+    storm = [e for e in events(rows, "recompile") if e.compiled_frame == "rows.case_storm"]
+    assert len(storm) == 1 and storm[0].count >= 7, "one event per site, counted"
+    assert "MODE" in storm[0].detail
+    (limit,) = events(rows, "recompile_limit")
+    assert limit.compiled_frame == "rows.case_storm" and limit.gb_id == "GB0039"
+    assert limit.site.function == "rows.case_storm"
+    assert limit.reason.startswith("hit config.")
+
+
 def test_item_and_float_tolist(rows):
     item = only(events(rows, "graph_break", "GB0124", "rows.case_item"))
     assert item.site.line == line_of("x.sum().item()")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from types import CodeType, FrameType
@@ -25,6 +26,7 @@ from dynacheck.dynamic.fullgraph import wanted_fullgraph
 from dynacheck.model import Event
 
 _SEEN = "_dynacheck_seen"
+_FUNC_INFO = re.compile(r"^'(.+)' \((.+):(\d+)\)$")
 RECOMPILE_LIMIT_GB_TYPE = "Dynamo recompile limit exceeded"
 
 
@@ -187,6 +189,9 @@ class DynamoHooks:
         args = record.args if isinstance(record.args, tuple) else ()
         limit_type, value, func_info, last_reason = (list(args) + ["", "", "", ""])[:4]
         outer = stacks.live_stack_above_dynamo(sys._getframe())
+        found = _FUNC_INFO.match(str(func_info))  # "'name' (file:line)", from format_func_info
+        if found:
+            outer.append(stacks.to_frame(found.group(2), int(found.group(3)), found.group(1)))
         self.emit(
             Event(
                 kind="recompile_limit",
@@ -198,7 +203,7 @@ class DynamoHooks:
                 detail=str(last_reason)[:2000],
                 user_stack=tuple(outer),
                 site=stacks.pick_site(outer),
-                compiled_frame=str(func_info),
+                compiled_frame=outer[-1].function if found else str(func_info),
                 fatal_under_fullgraph=wanted_fullgraph(),
                 time=time.time(),
             )
