@@ -60,6 +60,26 @@ _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")
 _OUTCOME_REQUIRED = ("kind", "fatal_under_fullgraph")
 _OUTCOME_OPTIONAL = ("gb_id", "gb_type", "detail", "explanation", "hints")
 _FIX_KEYS = ("kind", "text", "sound")
+# Other spellings of the same callables (the module that really defines them); rules use the
+# public spelling on the right.
+_ALIASES = (
+    ("posixpath.", "os.path."),
+    ("ntpath.", "os.path."),
+    ("genericpath.", "os.path."),
+    ("pathlib.PosixPath.", "pathlib.Path."),
+    ("pathlib.WindowsPath.", "pathlib.Path."),
+    ("_io.", "io."),
+    ("threading._RLock.", "threading.RLock."),
+    ("_thread.lock.", "_thread.LockType."),
+)
+
+
+def canonical_name(qualname: str) -> str:
+    """The public spelling of a callable's name, e.g. ``posixpath.exists`` -> ``os.path.exists``."""
+    for prefix, public in _ALIASES:
+        if qualname.startswith(prefix):
+            return public + qualname[len(prefix) :]
+    return qualname
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,7 @@ class Rule:
     fixture_fire: str = ""
     fixture_quiet: str = ""
     source: str = ""  # the TOML file the rule came from
+    explained_by: str = "catalogue"  # where outcome.explanation came from: "catalogue" or "torch <version>"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +151,7 @@ class Catalog:
     _globs: list[tuple[tuple[int, int, int], str, Rule]] = field(default_factory=list, repr=False)
     _methods: dict[str, Rule] = field(default_factory=dict, repr=False)
     _boundaries: dict[str, Rule] = field(default_factory=dict, repr=False)
-    _call_cache: dict[str, Rule | None] = field(default_factory=dict, repr=False)
+    _call_cache: dict[str, tuple[Rule, str] | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         for rule in self.rules:  # rules arrive sorted by id: the first claimant of a key wins ties
@@ -156,24 +177,36 @@ class Catalog:
         by_name = {r.name: r for r in self.rules}
         if rule_id.strip() in by_name:
             return by_name[rule_id.strip()]
-        close = difflib.get_close_matches(key, list(self._by_id), n=3, cutoff=0.5)
+        close = [i for i in self._by_id if key and i.startswith(key)][:5]
+        close += difflib.get_close_matches(key, list(self._by_id), n=3, cutoff=0.5)
         close += [by_name[n].id for n in difflib.get_close_matches(rule_id, list(by_name), n=2, cutoff=0.6)]
-        close = list(dict.fromkeys(close))
+        close = list(dict.fromkeys(close))[:5]
         hint = f"Closest: {', '.join(close)}." if close else "Run `dynacheck rules` to list them."
         raise UserError(f"Unknown rule id {rule_id!r}.", hint)
 
     def match_call(self, qualname: str) -> Rule | None:
         """The rule for a call to ``qualname`` (exact names beat globs; more specific globs win)."""
-        if qualname in self._call_cache:
-            return self._call_cache[qualname]
+        hit = self.match_call_pattern(qualname)
+        return hit[0] if hit else None
+
+    def match_call_pattern(self, qualname: str) -> tuple[Rule, str] | None:
+        """The rule and the pattern that matched, so a finding can say why the rule fired."""
+        if qualname not in self._call_cache:
+            hit = self._match(qualname)
+            public = canonical_name(qualname)
+            if hit is None and public != qualname:
+                hit = self._match(public)
+            self._call_cache[qualname] = hit
+        return self._call_cache[qualname]
+
+    def _match(self, qualname: str) -> tuple[Rule, str] | None:
         rule = self._exact.get(qualname)
-        if rule is None:
-            for _, pattern, candidate in self._globs:
-                if fnmatchcase(qualname, pattern):
-                    rule = candidate
-                    break
-        self._call_cache[qualname] = rule
-        return rule
+        if rule is not None:
+            return rule, qualname
+        for _, pattern, candidate in self._globs:
+            if fnmatchcase(qualname, pattern):
+                return candidate, pattern
+        return None
 
     def match_method(self, name: str) -> Rule | None:
         """The rule for ``<receiver of unknown type>.name(...)``: only tensor hazards are listed."""
@@ -314,18 +347,19 @@ def read_rule_file(path: Path) -> list[Rule]:
     return rules
 
 
-def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry]) -> Rule:
+def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry], torch_version: str = "") -> Rule:
     """Take the GB type, explanation and hints from torch's registry where it knows the id."""
     entry = registry.get(rule.outcome.gb_id) if rule.outcome.gb_id else None
     if entry is None:
         return rule
+    explained_by = f"torch {torch_version}".strip() if entry.explanation else rule.explained_by
     outcome = replace(
         rule.outcome,
         gb_type=entry.gb_type or rule.outcome.gb_type,
         explanation=entry.explanation or rule.outcome.explanation,
         hints=entry.hints or rule.outcome.hints,
     )
-    return replace(rule, outcome=outcome)
+    return replace(rule, outcome=outcome, explained_by=explained_by)
 
 
 def _check_unique_claims(rules: list[Rule]) -> None:
@@ -353,7 +387,7 @@ def build_catalog(
             if rule.id in seen:
                 raise _fail(path.name, rule.id, f"duplicate id (also in {seen[rule.id]})")
             seen[rule.id] = path.name
-            rules.append(enrich(rule, registry) if registry else rule)
+            rules.append(enrich(rule, registry, torch_version) if registry else rule)
     rules.sort(key=lambda r: r.id)
     _check_unique_claims(rules)
     gb_source = f"torch {torch_version}" if registry else "catalogue"

@@ -167,3 +167,39 @@ def test_shipped_catalogue_matches_the_flagship_calls():
 def test_shipped_rules_are_sorted_and_unique():
     ids = [r.id for r in load_catalog().rules]
     assert ids == sorted(ids) and len(ids) == len(set(ids))
+
+
+def test_other_spellings_of_stdlib_names_match_the_public_rule():
+    catalog = load_catalog()
+    assert catalog.match_call("posixpath.exists").id == "DC021"
+    assert catalog.match_call("pathlib.PosixPath.exists").id == "DC021"
+    assert catalog.match_call("_thread.lock.acquire").id == "DC010"
+    assert catalog.match_call("posixpath.join") is None
+
+
+def test_match_call_pattern_names_the_pattern_that_fired():
+    catalog = load_catalog()
+    rule, pattern = catalog.match_call_pattern("logging.Logger.debug")
+    assert (rule.id, pattern) == ("DC030", "logging.Logger.*")
+    assert catalog.match_call_pattern("tvm_ffi.load_module")[1] == "tvm_ffi.load_module"
+    assert catalog.match_call_pattern("tvm_ffi.get_global_func")[1] == "tvm_ffi.*"
+    assert catalog.match_call_pattern("tvm_ffi.cpp.load_inline")[0].id == "DC070"
+
+
+def test_methods_and_boundaries_are_looked_up_exactly():
+    catalog = load_catalog()
+    assert catalog.match_method("item").id == "DC050"
+    assert catalog.match_method("tolist").id == "DC051"
+    assert catalog.match_method("items") is None
+    assert catalog.match_method("sum") is None
+    assert catalog.boundary("disable").outcome.gb_id == "GB0098"
+    assert catalog.boundary("custom_op_without_fake").outcome.kind == "hard_error"
+    assert catalog.boundary("jit_kernel_call").id == "DC071"
+    assert catalog.boundary("nope") is None
+
+
+def test_every_boundary_kind_the_engine_can_report_has_a_rule():
+    from dynacheck.catalog import BOUNDARIES
+
+    catalog = load_catalog()
+    assert all(catalog.boundary(kind) is not None for kind in BOUNDARIES)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from dynacheck.errors import UserError
-from dynacheck.gate.baseline import baseline_from_scan, compare, dumps, read_baseline, write_baseline
-from dynacheck.gate.diff import diff_scans
+from dynacheck.gate.baseline import baseline_from_scan, compare, compare_with_previous, dumps, read_baseline, write_baseline
+from dynacheck.gate.diff import compare_scans, diff_scans
 from dynacheck.gate.run import judge
 from dynacheck.model import Finding, Hop, Outcome, ScanResult, Site, Target
 
@@ -59,9 +60,10 @@ def test_round_trip_then_compare_moved_code_is_unchanged(tmp_path: Path) -> None
     path = tmp_path / "base.json"
     write_baseline(baseline_from_scan(scan(finding("subprocess.run"), finding("a.b"))), path)
     moved = scan(finding("subprocess.run", line=80), finding("a.b", line=3))
-    diff = compare(read_baseline(path), moved)
+    comparison = compare_with_previous(read_baseline(path), moved)
+    diff = comparison.diff
     assert (len(diff.added), len(diff.removed), len(diff.changed), len(diff.unchanged)) == (0, 0, 0, 2)
-    assert judge(diff, "info", moved).exit_code == 0
+    assert judge(comparison, "info", moved).exit_code == 0
 
 
 def test_new_fixed_changed_and_suppressed(tmp_path: Path) -> None:
@@ -72,23 +74,25 @@ def test_new_fixed_changed_and_suppressed(tmp_path: Path) -> None:
         finding("c.d", severity="error"),  # severity rose
         finding("e.f", status="suppressed"),  # suppressed now: not "fixed"
     )
-    diff = compare(read_baseline(path), now)
+    comparison = compare_with_previous(read_baseline(path), now)
+    diff = comparison.diff
     assert [f.site.callee for f in diff.added] == ["subprocess.run"]
     assert [f.site.callee for f in diff.removed] == ["a.b"]
     assert [f.site.callee for f in diff.changed] == ["c.d"]
     assert [f.site.callee for f in diff.suppressed] == ["e.f"]
     assert diff.before == (str(path),)
-    verdict = judge(diff, "error", now)
+    assert diff.changed[0].note == "was warning, GB0007"
+    verdict = judge(comparison, "error", now)
     assert verdict.exit_code == 1
     assert {f.site.callee for f in verdict.failing} == {"subprocess.run", "c.d"}
 
 
 def test_threshold_lets_lower_severities_pass() -> None:
     before, after = scan(), scan(finding("x.y", severity="warning"))
-    diff = diff_scans(before, after)
-    assert len(diff.added) == 1
-    assert judge(diff, "error", after).exit_code == 0
-    assert judge(diff, "warning", after).exit_code == 1
+    comparison = compare_scans(before, after)
+    assert len(comparison.diff.added) == 1
+    assert judge(comparison, "error", after).exit_code == 0
+    assert judge(comparison, "warning", after).exit_code == 1
 
 
 def test_diff_scans_labels_and_outcome_change() -> None:
@@ -123,3 +127,33 @@ def test_unchanged_keeps_the_current_finding_with_its_lines(tmp_path: Path) -> N
     diff = compare(read_baseline(path), scan(finding("a.b", line=44)))
     assert diff.unchanged[0].site.line == 44
     assert diff.unchanged[0].site.file == "pkg/mod.py"
+
+
+def rerouted(original: Finding, via: str, **changes) -> Finding:
+    chain = (original.chain[0], Hop(via, "pkg/other.py", 3, "import"), *original.chain[1:])
+    return dataclasses.replace(original, chain=chain, fingerprint="", **changes)
+
+
+def test_same_site_along_another_chain_is_changed_not_new(tmp_path: Path) -> None:
+    path = tmp_path / "base.json"
+    write_baseline(baseline_from_scan(scan(finding("subprocess.run"))), path)
+    now = scan(rerouted(finding("subprocess.run"), "pkg.layers.Linear.forward"))
+    comparison = compare_with_previous(read_baseline(path), now)
+    assert (len(comparison.diff.added), len(comparison.diff.removed), len(comparison.diff.changed)) == (0, 0, 1)
+    assert "another chain (was via pkg.mod.Model.forward → pkg.mod.helper)" in comparison.diff.changed[0].note
+    assert judge(comparison, "info", now).exit_code == 0  # same severity: not worse
+
+
+def test_rerouted_and_worse_fails() -> None:
+    before = scan(finding("subprocess.run", severity="warning"))
+    after = scan(rerouted(finding("subprocess.run"), "pkg.layers.Linear.forward", severity="error"))
+    comparison = compare_scans(before, after)
+    assert len(comparison.diff.changed) == 1
+    assert judge(comparison, "error", after).exit_code == 1
+
+
+def test_a_suppressed_reroute_is_not_reported_as_fixed() -> None:
+    before = scan(finding("subprocess.run"))
+    after = scan(rerouted(finding("subprocess.run"), "pkg.x.y", status="suppressed"))
+    diff = diff_scans(before, after)
+    assert (len(diff.removed), len(diff.suppressed)) == (0, 1)

@@ -86,3 +86,23 @@ def test_normalize_keeps_hash_and_spaces_inside_strings() -> None:
 
 def test_string_contents_still_matter() -> None:
     assert normalize_code('run(["a b"])') != normalize_code('run(["ab"])')
+
+
+def test_repeated_identical_call_in_one_function_gets_distinct_stable_fingerprints() -> None:
+    from dynacheck.gate.fingerprint import assign_fingerprints
+
+    first, second = make_finding(line=97), make_finding(line=130)
+    assigned = assign_fingerprints([second, first])
+    assert assigned[1].fingerprint == fingerprint(first)  # the earlier line keeps the plain value
+    assert assigned[0].fingerprint != assigned[1].fingerprint
+    assert [f.site.line for f in assigned] == [130, 97]  # order of the input kept
+    moved = assign_fingerprints([make_finding(line=140), make_finding(line=210)])
+    assert {f.fingerprint for f in moved} == {f.fingerprint for f in assigned}
+    assert assign_fingerprints(assigned) == assigned  # recomputed from content: idempotent
+
+
+def test_unique_findings_keep_the_plain_fingerprint() -> None:
+    from dynacheck.gate.fingerprint import assign_fingerprints
+
+    one, other = make_finding(), make_finding(callee="subprocess.run")
+    assert [f.fingerprint for f in assign_fingerprints([one, other])] == [fingerprint(one), fingerprint(other)]

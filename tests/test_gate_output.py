@@ -71,3 +71,44 @@ def test_paths_become_relative_to_the_working_directory(tmp_path: Path) -> None:
     assert moved.added[0].chain[0].file == "pkg/model.py"  # not on disk: left alone
     outside = relative_to_workdir(diff(), (target,), workdir=tmp_path / "elsewhere")
     assert outside.added[0].site.file == "pkg/quant.py"
+
+
+def test_own_renderers_are_used_when_the_report_room_is_absent(monkeypatch) -> None:
+    import sys
+
+    import pytest
+
+    from dynacheck.errors import UserError
+    from dynacheck.gate.output import render_diff
+
+    monkeypatch.setitem(sys.modules, "dynacheck.report", None)  # import now fails as if not installed
+    assert render_diff(diff(), "github") == render_github(diff())
+    assert render_diff(diff(), "markdown") == render_markdown(diff())
+    with pytest.raises(UserError, match="report module"):
+        render_diff(diff(), "sarif")
+
+
+def test_report_room_draws_the_formats_it_knows(monkeypatch) -> None:
+    import sys
+    import types
+
+    from dynacheck.gate.output import render_diff
+
+    fake = types.ModuleType("dynacheck.report")
+    fake.FORMATS = ("sarif",)
+    fake.render = lambda d, fmt: f"{fmt}:{len(d.added)}"
+    monkeypatch.setitem(sys.modules, "dynacheck.report", fake)
+    assert render_diff(diff(), "sarif") == "sarif:2"
+    assert render_diff(diff(), "terminal") == render_terminal(diff())  # not in its FORMATS: ours
+
+
+def test_terminal_lists_a_few_unchanged_and_counts_the_rest() -> None:
+    many = Diff(before=("a",), after=("b",), unchanged=tuple(finding(f"mod.call{i}") for i in range(13)))
+    lines = render_terminal(many).splitlines()
+    assert sum(line.startswith("UNCHANGED  error") for line in lines) == 10
+    assert lines[-1] == "UNCHANGED  ... and 3 more (all listed with --format json)"
+
+
+def test_terminal_shows_what_changed() -> None:
+    changed = Diff(before=("a",), after=("b",), changed=(Finding.from_dict({**finding("x.y").to_dict(), "note": "was warning, GB0291"}),))
+    assert "note: was warning, GB0291" in render_terminal(changed)

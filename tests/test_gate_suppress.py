@@ -123,3 +123,10 @@ def test_configured_ignore_marks_not_drops() -> None:
     assert len(marked) == 2
     assert marked[0].status == "predicted"
     assert marked[1].status == "suppressed" and "ignore" in marked[1].note
+
+
+def test_the_scan_note_is_kept_after_the_reason(tmp_path: Path) -> None:
+    source = edit_line(SOURCE, 9, "    probe()  # dynacheck: ignore[DC001] hoisted")
+    noted = Finding.from_dict({**finding().to_dict(), "note": "3 other candidates"})
+    (only,) = apply_suppressions(scan_of(tmp_path, source, noted)).findings
+    assert only.note == "hoisted (pkg/mod.py:9); 3 other candidates"

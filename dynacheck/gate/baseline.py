@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.errors import UserError
-from dynacheck.gate.fingerprint import fingerprint as compute_fingerprint
+from dynacheck.gate.fingerprint import assign_fingerprints, fingerprint as compute_fingerprint
 from dynacheck.gate.suppress import SUPPRESSED
 from dynacheck.model import Diff, Finding, Hop, Outcome, ScanResult, Site
 
@@ -31,11 +31,8 @@ class Baseline:
 
 
 def with_fingerprints(result: ScanResult) -> ScanResult:
-    """Fill any empty `Finding.fingerprint` (the scan normally does; a hand-built result may not)."""
-    findings = tuple(
-        f if f.fingerprint else dataclasses.replace(f, fingerprint=compute_fingerprint(f)) for f in result.findings
-    )
-    return dataclasses.replace(result, findings=findings)
+    """Fingerprints recomputed from content and unique within the scan (see `assign_fingerprints`)."""
+    return dataclasses.replace(result, findings=assign_fingerprints(result.findings))
 
 
 def baseline_from_scan(result: ScanResult, specs: tuple[str, ...] | None = None) -> Baseline:
@@ -63,6 +60,7 @@ def finding_record(finding: Finding) -> dict[str, Any]:
         "callee": finding.site.callee,
         "outcome": finding.outcome.kind,
         "gb_id": finding.outcome.gb_id,
+        "fatal_under_fullgraph": finding.outcome.fatal_under_fullgraph,
         "chain": [hop.function for hop in finding.chain],
     }
 
@@ -126,18 +124,26 @@ def finding_from_record(record: dict[str, Any]) -> Finding:
         severity=record.get("severity", ""),
         site=Site(file="", line=0, function=record.get("function", ""), callee=record.get("callee", "")),
         chain=tuple(Hop(function=name, file="", line=0, via="") for name in record.get("chain", ())),
-        outcome=Outcome(kind=record.get("outcome", ""), gb_id=record.get("gb_id", "")),
+        outcome=Outcome(
+            kind=record.get("outcome", ""),
+            gb_id=record.get("gb_id", ""),
+            fatal_under_fullgraph=bool(record.get("fatal_under_fullgraph", False)),
+        ),
         fingerprint=record["fingerprint"],
     )
 
 
 def compare(baseline: Baseline, scan: ScanResult) -> Diff:
     """Sort a scan's findings against the accepted ones: added, removed, changed, unchanged, suppressed."""
+    return compare_with_previous(baseline, scan).diff
+
+
+def compare_with_previous(baseline: Baseline, scan: ScanResult):
+    """`compare`, keeping for each changed finding the accepted one it replaced (the gate judges with it)."""
     from dynacheck.gate.diff import compare_findings
 
-    before = [finding_from_record(r) for r in baseline.findings]
     return compare_findings(
-        before,
+        [finding_from_record(r) for r in baseline.findings],
         list(with_fingerprints(scan).findings),
         before_label=(baseline.source,) if baseline.source else tuple(t.get("spec", "") for t in baseline.targets),
         after_label=tuple(t.spec for t in scan.targets),

@@ -8,7 +8,7 @@ import click
 
 from dynacheck.errors import UserError
 from dynacheck.gate.config import GATE_FORMATS, load_config, with_overrides
-from dynacheck.gate.diff import diff_scans
+from dynacheck.gate.diff import compare_scans
 from dynacheck.gate.output import emit, relative_to_workdir, render_diff
 from dynacheck.gate.run import baseline_display, gate as run_gate, judge, run_scan
 from dynacheck.gate.text import render_terminal, summary
@@ -42,6 +42,7 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
     if verdict is None:
         click.echo(f"dynacheck gate: baseline {where} {'written' if changed else 'already up to date'}.")
         return 0
+    _say_problems(verdict.scan)
     diff = relative_to_workdir(verdict.diff, verdict.scan.targets)
     if config.format == "terminal" and not out:
         click.echo(render_terminal(diff, title="dynacheck gate"), nl=False)
@@ -50,7 +51,7 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
         click.echo(f"dynacheck gate: {summary(diff)}", err=True)
     if verdict.failing:
         click.echo(
-            f"dynacheck gate: FAILED: {len(verdict.failing)} new finding(s) at or above '{config.fail_on}' "
+            f"dynacheck gate: FAILED: {len(verdict.failing)} new or worsened finding(s) at or above '{config.fail_on}' "
             f"(baseline {where}). Fix them, suppress with a reason, or accept with --update-baseline.",
             err=True,
         )
@@ -71,7 +72,10 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     before_specs, after_specs = _split(before, "--from"), _split(after, "--to")
     first = run_scan(before_specs, entries, preset, offline=offline)
     second = run_scan(after_specs, entries, preset, offline=offline)
-    result = diff_scans(first, second)
+    _say_problems(first)
+    _say_problems(second)
+    comparison = compare_scans(first, second)
+    result = comparison.diff
     if fmt == "terminal" and not out:
         click.echo(render_terminal(result, title="dynacheck diff", show_unchanged=False), nl=False)
     else:
@@ -79,7 +83,15 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
         click.echo(f"dynacheck diff: {summary(result)}", err=True)
     if fail_on is None:
         return 0
-    return judge(result, fail_on, second).exit_code
+    return judge(comparison, fail_on, second).exit_code
+
+
+def _say_problems(result) -> None:
+    """Skipped input (syntax errors, unreadable files) is said once, so a green gate is not taken as complete."""
+    if result.problems:
+        first = result.problems[0]
+        more = f" (and {len(result.problems) - 1} more)" if len(result.problems) > 1 else ""
+        click.echo(f"dynacheck: note: {first.kind} in {first.file}: {first.message}{more}", err=True)
 
 
 def _split(specs: str, option: str) -> list[str]:
@@ -88,5 +100,5 @@ def _split(specs: str, option: str) -> list[str]:
     except ValueError as exc:
         raise UserError(f"Cannot read {option} '{specs}': {exc}.") from None
     if not parts:
-        raise UserError(f"{option} names no target.", "Give one or more specs, e.g. --from 'sglang==0.5.8 flashinfer-python==0.6.2'.")
+        raise UserError(f"{option} names no target.", "Give one or more specs, e.g. --from 'sglang==0.5.9 flashinfer-python==0.6.3'.")
     return parts

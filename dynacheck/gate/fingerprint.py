@@ -9,7 +9,10 @@ fingerprint on every Python version (3.12 tokenizes f-strings differently from 3
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from collections import defaultdict
+from collections.abc import Iterable
 
 from dynacheck.model import Finding
 
@@ -27,8 +30,38 @@ def fingerprint(finding: Finding) -> str:
         finding.site.callee,
         normalize_code(finding.site.code),
     ]
-    digest = hashlib.sha256(_SEPARATOR.join(parts).encode("utf-8")).hexdigest()
-    return digest[:FINGERPRINT_LENGTH]
+    return _digest(_SEPARATOR.join(parts))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:FINGERPRINT_LENGTH]
+
+
+def _source_order(finding: Finding) -> tuple:
+    return (finding.site.file, finding.site.line, finding.site.column, tuple((h.file, h.line) for h in finding.chain))
+
+
+def assign_fingerprints(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """Fill every finding's fingerprint, keeping them unique within one scan.
+
+    Two findings can share everything a fingerprint is made of: the same call written twice in one
+    function (a retry branch repeating `os.remove(tmp)`), or one callee called from two lines of the
+    same caller. The first, in source order, keeps the plain fingerprint; the k-th gets one salted
+    with k. Source order survives moving code, so these stay stable too. Order of `findings` is kept.
+    """
+    findings = tuple(findings)
+    groups: dict[str, list[int]] = defaultdict(list)
+    plain = [fingerprint(f) for f in findings]
+    for index, value in enumerate(plain):
+        groups[value].append(index)
+    values = list(plain)
+    for value, members in groups.items():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda i: _source_order(findings[i]))
+        for ordinal, index in enumerate(members[1:], start=1):
+            values[index] = _digest(f"{value}{_SEPARATOR}{ordinal}")
+    return tuple(dataclasses.replace(f, fingerprint=v) for f, v in zip(findings, values))
 
 
 def normalize_code(code: str) -> str:

@@ -22,26 +22,25 @@ _FALLBACKS: dict[str, Callable[[Diff], str]] = {
 
 def render_diff(diff: Diff, fmt: str) -> str:
     """Text of `diff` in `fmt`; formats only the reports room draws (sarif, html) need it installed."""
-    report_render = _report_render()
+    report_render = _report_render(fmt)
     if report_render is not None:
-        try:
-            return report_render(diff, fmt)
-        except (NotImplementedError, KeyError, ValueError, TypeError):
-            if fmt not in _FALLBACKS:
-                raise
+        return report_render(diff, fmt)
     if fmt in _FALLBACKS:
         return _FALLBACKS[fmt](diff)
     raise UserError(f"Format '{fmt}' needs dynacheck's report module, which is not installed here.",
                     f"Use one of: {', '.join(_FALLBACKS)}.")
 
 
-def _report_render() -> Callable[[Diff, str], str] | None:
+def _report_render(fmt: str) -> Callable[[Diff, str], str] | None:
+    """`dynacheck.report.render` when that room is installed and draws `fmt`."""
     try:
         module = importlib.import_module("dynacheck.report")
     except ModuleNotFoundError as exc:
-        if exc.name in ("dynacheck.report",):
+        if exc.name == "dynacheck.report":
             return None
         raise
+    if fmt not in getattr(module, "FORMATS", ()):
+        return None
     return getattr(module, "render", None)
 
 

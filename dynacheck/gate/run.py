@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dynacheck.errors import UserError
-from dynacheck.gate.baseline import baseline_from_scan, compare, read_baseline, with_fingerprints, write_baseline
+from dynacheck.gate.baseline import baseline_from_scan, compare_with_previous, read_baseline, with_fingerprints, write_baseline
 from dynacheck.gate.config import GateConfig
+from dynacheck.gate.diff import Comparison
 from dynacheck.gate.suppress import apply_ignores, apply_suppressions
 from dynacheck.model import Diff, Finding, ScanResult, severity_rank
 
@@ -55,11 +56,12 @@ def prepare(result: ScanResult, ignore: Sequence[str]) -> ScanResult:
     return apply_suppressions(apply_ignores(with_fingerprints(result), tuple(ignore)))
 
 
-def judge(diff: Diff, fail_on: str, result: ScanResult) -> GateVerdict:
+def judge(comparison: Comparison, fail_on: str, result: ScanResult) -> GateVerdict:
     """Fail on new findings at or above `fail_on`, and on known ones whose severity rose to it."""
     threshold = severity_rank(fail_on)
+    diff = comparison.diff
     failing = [f for f in diff.added if severity_rank(f.severity) >= threshold]
-    failing += [f for f in diff.changed if severity_rank(f.severity) >= threshold]
+    failing += [f for f in diff.changed if severity_rank(f.severity) >= threshold and comparison.worsened(f)]
     return GateVerdict(diff=diff, failing=tuple(failing), scan=result)
 
 
@@ -72,8 +74,9 @@ def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = F
     result = prepare(run_scan(config.target_specs_for_scan(), config.entries, config.preset, offline=offline), config.ignore)
     if update_baseline:
         return None, write_baseline(baseline_from_scan(result, specs=_specs_as_written(config, result)), baseline_path)
-    diff = compare(baseline, result)
-    return judge(diff, config.fail_on, result), False
+    comparison = compare_with_previous(baseline, result)
+    labelled = replace(comparison.diff, before=(baseline_display(baseline_path),), after=tuple(config.targets))
+    return judge(replace(comparison, diff=labelled), config.fail_on, result), False
 
 
 def _specs_as_written(config: GateConfig, result: ScanResult) -> tuple[str, ...] | None:

@@ -93,7 +93,9 @@ def apply_suppressions(result: ScanResult) -> ScanResult:
     return dataclasses.replace(result, findings=tuple(findings))
 
 
-def _suppress(finding: Finding, note: str) -> Finding:
+def _suppress(finding: Finding, reason: str) -> Finding:
+    """The reason leads the note; a note the scan already gave (e.g. "skipped when compiled") is kept after it."""
+    note = f"{reason}; {finding.note}" if finding.note else reason
     return dataclasses.replace(finding, status=SUPPRESSED, note=note)
 
 

@@ -11,6 +11,7 @@ import json
 from dynacheck.model import Diff, Finding
 
 _MAX_CHAIN = 8
+_MAX_UNCHANGED = 10  # a real stack has hundreds of known findings; the count says enough
 
 
 def render_json(diff: Diff) -> str:
@@ -28,14 +29,17 @@ def render_terminal(diff: Diff, *, title: str = "dynacheck", show_unchanged: boo
         ("SUPPRESSED", diff.suppressed),
     ]
     if show_unchanged:
-        sections.append(("UNCHANGED", diff.unchanged))
+        sections.append(("UNCHANGED", diff.unchanged[:_MAX_UNCHANGED]))
     for label, findings in sections:
         for finding in findings:
             lines.append(f"{label:<10} {one_line(finding)}")
             if label in ("NEW", "CHANGED", "FIXED") and finding.chain:
                 lines.append(f"{'':<10}   via {chain_text(finding)}")
-            if label == "SUPPRESSED" and finding.note:
-                lines.append(f"{'':<10}   reason: {finding.note}")
+            if label in ("SUPPRESSED", "CHANGED") and finding.note:
+                lines.append(f"{'':<10}   {'reason' if label == 'SUPPRESSED' else 'note'}: {finding.note}")
+    hidden = len(diff.unchanged) - _MAX_UNCHANGED
+    if show_unchanged and hidden > 0:
+        lines.append(f"{'UNCHANGED':<10} ... and {hidden} more (all listed with --format json)")
     return "\n".join(lines) + "\n"
 
 

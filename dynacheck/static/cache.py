@@ -37,6 +37,17 @@ class SummaryCache:
         self._store(key, summary)
         return summary
 
+    def load_blob(self, name: str):
+        """Any picklable value stored under a name (e.g. the class-header map of a release tree)."""
+        return self._load_any(self._blob_key(name))
+
+    def store_blob(self, name: str, value) -> None:
+        self._store(self._blob_key(name), value)
+
+    @staticmethod
+    def _blob_key(name: str) -> str:
+        return "blob-" + hashlib.sha256(f"{SUMMARY_VERSION}\0{name}".encode()).hexdigest()[:40]
+
     @staticmethod
     def _key(module: str, is_package: bool, data: bytes) -> str:
         digest = hashlib.sha256()
@@ -45,16 +56,19 @@ class SummaryCache:
         return digest.hexdigest()[:40]
 
     def _load(self, key: str) -> ModuleSummary | None:
+        value = self._load_any(key)
+        return value if isinstance(value, ModuleSummary) else None
+
+    def _load_any(self, key: str):
         if self.folder is None:
             return None
         try:
             with open(self.folder / f"{key}.pickle", "rb") as handle:
-                value = pickle.load(handle)
+                return pickle.load(handle)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
             return None
-        return value if isinstance(value, ModuleSummary) else None
 
-    def _store(self, key: str, summary: ModuleSummary) -> None:
+    def _store(self, key: str, summary) -> None:
         if self.folder is None:
             return
         try:

@@ -17,6 +17,7 @@ TRANSPARENT = "transparent"  # Dynamo inlines the function as if undecorated
 WRAPPER = "wrapper"  # the call goes through a wrapper function that calls the original
 DISABLE = "disable"  # torch.compiler.disable: a graph break at the call
 OPAQUE = "opaque"  # a torch op (custom_op, leaf_function): Dynamo does not look inside
+OPAQUE_NO_FAKE = "custom_op_without_fake"  # a custom op with no fake implementation: hard error
 ALLOW_IN_GRAPH = "allow_in_graph"
 NONSTRICT = "nonstrict_trace"
 CONSTANT = "assume_constant_result"
@@ -101,7 +102,7 @@ class Boundaries:
             kind, note, wrappers = self._one(decorator, decl_scope, func)
             if note:
                 effect.notes.append(note)
-            if kind in (DISABLE, OPAQUE, ALLOW_IN_GRAPH, NONSTRICT, CONSTANT):
+            if kind in (DISABLE, OPAQUE, OPAQUE_NO_FAKE, ALLOW_IN_GRAPH, NONSTRICT, CONSTANT):
                 effect.kind = kind
                 effect.calls_original = False
                 return effect
@@ -116,12 +117,20 @@ class Boundaries:
         for value in self.ev.eval(head, scope):
             if value.kind == "ext":
                 kind, note = _KNOWN.get(value.name, (TRANSPARENT, ""))
+                if kind == OPAQUE and value.name.endswith("custom_op") and not self._has_fake(target):
+                    return OPAQUE_NO_FAKE, "torch.library.custom_op with no register_fake in its module", []
                 return kind, note, []
             if value.kind == "func":
                 return self._user_decorator(value, is_factory_call, target)
             if value.kind == "lam" and value.expr == ("n", "x"):
                 return TRANSPARENT, "", []
         return TRANSPARENT, "", []
+
+    def _has_fake(self, target: Value) -> bool:
+        summary = self.ev.index.module(target.module)
+        if summary is None:
+            return True
+        return summary.string_fakes or target.name.rpartition(".")[2] in summary.fakes
 
     def _user_decorator(self, deco: Value, is_factory_call: bool, target: Value) -> tuple[str, str, list]:
         """Apply a decorator defined in the scanned code to `target` by reading what it returns."""
@@ -149,8 +158,13 @@ class Boundaries:
                 elif ret.kind == "func":
                     wrappers.append((replace(ret, via=m.VIA_DECORATOR), bound))
         if wrappers:
-            extra = " or the function unchanged" if identity else ""
-            return WRAPPER, f"@{label} read: returns a wrapper{extra}; both followed", wrappers
+            if identity:  # the wrapper is only one branch of the decorator: a weaker belief
+                note = (f"@{label} read: returns the function unchanged on one branch and a wrapper on "
+                        "another; the wrapper's calls happen only on that branch")
+                wrappers = [(replace(w, confidence="low", note=note), b) for w, b in wrappers]
+                return WRAPPER, f"@{label} read: returns the function unchanged or a wrapper; both followed", \
+                    wrappers
+            return WRAPPER, f"@{label} read: returns a wrapper that calls the function", wrappers
         if identity:
             return TRANSPARENT, f"@{label} read: returns the function unchanged (no torch op is registered)", []
         return TRANSPARENT, "", []

@@ -6,19 +6,42 @@ breadth-first); how many other chains reach the same site is counted, not repeat
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
 from dynacheck.fixes.place import HopFacts, boundary_index, place
-from dynacheck.gate.fingerprint import fingerprint
-from dynacheck.model import Finding, Hop, Outcome, Site, severity_rank
+from dynacheck.gate.fingerprint import assign_fingerprints
+from dynacheck.model import Finding, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
 from dynacheck.static.index import Index
 from dynacheck.static.reach import Hit, NodeKey, Walk
 from dynacheck.static.values import weaker
 
 CACHE_DECORATORS = ("functools.cache", "functools.lru_cache")
+MAX_ALTERNATIVES = 4
+
+
+def _memo(function: Callable[[str], str]) -> Callable[[str], str]:
+    cache: dict[str, str] = {}
+
+    def lookup(path: str) -> str:
+        if path not in cache:
+            cache[path] = function(path)
+        return cache[path]
+
+    return lookup
+
+
+def _path(walk: Walk, key: NodeKey | None) -> list[NodeKey]:
+    """Entry-to-node keys along the first (shortest) parents."""
+    keys: list[NodeKey] = []
+    while key is not None and len(keys) < 200:
+        keys.append(key)
+        key = walk.nodes[key].parent
+    keys.reverse()
+    return keys
 
 
 class SourceLines:
@@ -43,8 +66,8 @@ class FindingBuilder:
                  package_of: Callable[[str], str]) -> None:
         self.index = index
         self.catalog = catalog
-        self.display = display  # absolute path -> path shown to users
-        self.package_of = package_of  # absolute path -> distribution name
+        self.display = _memo(display)  # absolute path -> path shown to users
+        self.package_of = _memo(package_of)  # absolute path -> distribution name
         self.lines = SourceLines()
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
@@ -54,30 +77,54 @@ class FindingBuilder:
             rule = self._rule(hit)
             if rule is None:
                 continue
-            chain, facts = self._chain(walk, hit)
-            if not chain:
-                continue
-            site = self._site(hit, chain[-1])
-            key = (site.file, site.line, rule.id)
-            counts[key] = counts.get(key, 0) + 1
-            if key in best:
-                continue
-            finding = Finding(
-                rule=rule.id, title=rule.title, severity=self._severity(rule, hit), site=site,
-                chain=tuple(chain), outcome=self._outcome(rule, hit, walk), family=rule.family,
-                confidence=self._confidence(chain, hit), entry=entry_of(hit.at),
-                note=self._note(hit),
-            )
-            best[key] = (finding, facts)
+            for rank, (chain, facts) in enumerate(self._chains(walk, hit)):
+                site = self._site(hit, chain[-1])
+                key = (site.file, site.line, rule.id, rank)
+                counts[key] = counts.get(key, 0) + 1
+                if key in best:
+                    continue
+                finding = Finding(
+                    rule=rule.id, title=rule.title, severity=self._severity(rule, hit), site=site,
+                    chain=tuple(chain), outcome=self._outcome(rule, hit, walk), family=rule.family,
+                    confidence=self._confidence(chain, hit), entry=entry_of(hit.at),
+                    note=self._note(hit),
+                )
+                best[key] = (finding, facts)
+        self._add_loop_findings(best, counts)
         findings = []
         below = self._hazards_below(best)
         for key, (finding, facts) in best.items():
             rule = self.catalog.get(finding.rule)
             fixes = place(rule.fixes, finding.chain, facts, below.get(key, 0))
-            finding = replace(finding, fixes=fixes, also_reached_by=counts[key] - 1)
-            findings.append(replace(finding, fingerprint=fingerprint(finding)))
-        findings.sort(key=lambda f: (-severity_rank(f.severity), len(f.chain), f.site.file, f.site.line))
+            findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
+        findings = list(assign_fingerprints(findings))
+        findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
+                                     -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
+
+    def _add_loop_findings(self, best: dict, counts: dict) -> None:
+        """One DC096-style finding per loop call whose subtree holds a fatal graph break (GB7000)."""
+        rule = self.catalog.boundary("break_in_layer_loop")
+        if rule is None:
+            return
+        for finding, facts in list(best.values()):
+            if finding.outcome.kind != "graph_break" or finding.rule == rule.id:
+                continue
+            index = next((i for i, h in enumerate(finding.chain[:-1]) if "called inside `for" in h.note), None)
+            if index is None:
+                continue
+            hop, callee = finding.chain[index], finding.chain[index + 1]
+            key = (hop.file, hop.line, rule.id, 0)
+            counts[key] = counts.get(key, 0) + 1
+            if key in best:
+                continue
+            site = Site(file=hop.file, line=hop.line, function=hop.function, callee=callee.function,
+                        code=hop.code, package=hop.package)
+            loop = Finding(rule=rule.id, title=rule.title, severity=rule.severity, site=site,
+                           chain=finding.chain[:index + 1], outcome=rule.outcome, family=rule.family,
+                           confidence=finding.confidence, entry=finding.entry,
+                           note=f"first break below: {finding.site.callee} at {finding.site.file}:{finding.site.line}")
+            best[key] = (loop, facts[:index + 1])
 
     # ----- pieces ------------------------------------------------------------------------------
 
@@ -92,24 +139,79 @@ class FindingBuilder:
             return self.catalog.boundary("skipped_when_compiled")
         return None
 
-    def _chain(self, walk: Walk, hit: Hit) -> tuple[list[Hop], list[HopFacts]]:
-        keys: list[NodeKey] = []
-        key: NodeKey | None = hit.at
-        while key is not None and len(keys) < 200:
-            keys.append(key)
-            key = walk.nodes[key].parent
-        keys.reverse()
+    def _chains(self, walk: Walk, hit: Hit) -> list[tuple[list[Hop], list[HopFacts]]]:
+        """The shortest chain, then one per other way into the site's package (shortest first).
+
+        A site inside a library is reached through a few public functions of that library from
+        several places in the model (the FP4 quantize of a linear layer, the MoE kernels...);
+        each way in is worth showing once.
+        """
+        nodes = [walk.nodes[k] for k in _path(walk, hit.at)]
+        primary = self._chain(walk, nodes, hit)
+        if not primary[0]:
+            return []
+        chains = [primary]
+        seen = {tuple(h.function for h in primary[0])}
+        for alternative in self._ways_in(walk, hit):
+            if len(chains) > MAX_ALTERNATIVES:
+                break
+            built = self._chain(walk, alternative, hit)
+            names = tuple(h.function for h in built[0])
+            if built[0] and names not in seen:
+                seen.add(names)
+                chains.append(built)
+        return [chains[0], *sorted(chains[1:], key=lambda c: len(c[0]))]
+
+    def _ways_in(self, walk: Walk, hit: Hit) -> list[list]:
+        """Node sequences entry → outside caller → package entry point → ... → the site's function."""
+        package = self._module_package(hit.at.module)
+        next_hop: dict[NodeKey, tuple] = {hit.at: ()}
+        queue = deque([hit.at])
+        ways: list[tuple[int, list]] = []
+        while queue:
+            key = queue.popleft()
+            node = walk.nodes[key]
+            for edge in (node, *node.others):
+                parent = edge.parent
+                if parent is None:
+                    continue
+                if self._module_package(parent.module) == package:
+                    if parent not in next_hop:
+                        next_hop[parent] = (key, edge)
+                        queue.append(parent)
+                    continue
+                head = [walk.nodes[k] for k in _path(walk, parent)]
+                tail = [edge]
+                current = key
+                while next_hop.get(current):
+                    current, step = next_hop[current]
+                    tail.append(step)
+                if any(n.key in {t.key for t in tail} for n in head):
+                    continue
+                ways.append((len(head) + len(tail), head + tail))
+                if len(ways) > 4 * MAX_ALTERNATIVES:
+                    queue.clear()
+                    break
+        ways.sort(key=lambda item: item[0])
+        return [way for _, way in ways]
+
+    def _module_package(self, module: str) -> str:
+        summary = self.index.module(module)
+        return self.package_of(summary.path) if summary is not None else ""
+
+    def _chain(self, walk: Walk, nodes: list, hit: Hit) -> tuple[list[Hop], list[HopFacts]]:
+        keys = [n.key for n in nodes]
         hops: list[Hop] = []
         facts: list[HopFacts] = []
         for i, key in enumerate(keys):
-            node = walk.nodes[key]
+            node = nodes[i]
             module = self.index.module(key.module)
             fn = module.functions.get(key.qualname) if module else None
             if module is None or fn is None:
                 return [], []
-            line = walk.nodes[keys[i + 1]].call_line if i + 1 < len(keys) else hit.call.line
+            line = nodes[i + 1].call_line if i + 1 < len(keys) else hit.call.line
             path = module.path
-            notes = [n for n in (node.note, self._loop_note(walk, keys, i)) if n]
+            notes = [n for n in (node.note, self._loop_note(nodes, i)) if n]
             if node.via == "class hierarchy fallback" and not node.note:
                 notes.append("the attribute's class is not known statically: every subclass is followed")
             hops.append(Hop(
@@ -134,9 +236,9 @@ class FindingBuilder:
         return dotted(head) or ""
 
     @staticmethod
-    def _loop_note(walk: Walk, keys: list[NodeKey], i: int) -> str:
-        if i + 1 < len(keys):
-            loop = walk.nodes[keys[i + 1]].loop
+    def _loop_note(nodes: list, i: int) -> str:
+        if i + 1 < len(nodes):
+            loop = nodes[i + 1].loop
             if loop:
                 return f"called inside `for ... in {loop}`"
         return ""

@@ -110,11 +110,23 @@ class Index:
     def modules_naming_base(self, base_name: str) -> set[str]:
         """Modules whose source has a class header listing `base_name` among its bases."""
         if self._headers is None:
-            self._headers = self._scan_headers()
+            key = self.header_key()
+            self._headers = self.cache.load_blob(key) if key else None
+            if self._headers is None:
+                self._headers = self._scan_headers()
+                if key:
+                    self.cache.store_blob(key, self._headers)
         return self._headers.get(base_name, set())
 
+    def header_key(self) -> str:
+        """A cache key for the class-header map when every tree is an unpacked release (immutable)."""
+        targets = getattr(self.locator, "targets", ())
+        if not targets or any(t.kind not in ("pip", "wheel") for t in targets):
+            return ""
+        return "headers-" + "|".join(f"{t.name}=={t.version}@{t.root}" for t in targets)
+
     def _scan_headers(self) -> dict[str, set[str]]:
-        headers: dict[str, set[str]] = defaultdict(set)
+        headers: dict[str, set[str]] = defaultdict(set)  # base name -> modules
         for path in self.locator.iter_files():
             try:
                 if path.stat().st_size > MAX_FILE_BYTES:
@@ -134,4 +146,4 @@ class Index:
                             if module is None:
                                 break
                         headers[base_name].add(module)
-        return headers
+        return dict(headers)

@@ -19,6 +19,7 @@ from dynacheck.static.summary import CallSite
 from dynacheck.static.values import Evaluator, Scope, Value, weaker
 
 MAX_NODES = 20_000
+MAX_OTHER_CALLERS = 8
 
 TRACE = "trace"  # Dynamo traces this code: untraceable calls break the graph
 TRACE_TIME = "trace_time"  # allow_in_graph / nonstrict_trace body: runs at trace and run time
@@ -45,6 +46,7 @@ class Node:
     confidence: str
     note: str = ""
     loop: str = ""  # the parent's call is inside this loop
+    others: list["Node"] = field(default_factory=list)  # other calls that reach the same node
 
 
 @dataclass
@@ -115,6 +117,8 @@ class Reacher:
                     result.hits.append(Hit(node.key, call, name, "pruned", pruned, mode, confidence))
                 continue
             kind = target.kind
+            if kind == "func" and target.confidence == "low" and not self._fits(target, call):
+                continue  # a hierarchy candidate whose signature cannot take this call
             if kind == "func":
                 self._enter_function(node, call, target, confidence, result, queue)
             elif kind == "cls":
@@ -129,7 +133,7 @@ class Reacher:
                 method = "forward" if self.ev.is_nn_module(target) else "__call__"
                 via = m.VIA_MODULE_CALL if method == "forward" else target.via
                 for fn in self.ev.member(target, method, 1):
-                    if fn.kind == "func":
+                    if fn.kind == "func" and self._fits(fn, call, bound_method=True):
                         self._push(node, call, replace(fn, via=via if target.via != m.VIA_HIERARCHY else target.via,
                                                        confidence=weaker(fn.confidence, target.confidence)),
                                    confidence, result, queue)
@@ -147,6 +151,23 @@ class Reacher:
                     result.unresolved += 1
             elif kind == "unknown":
                 result.unresolved += 1
+
+    def _fits(self, func: Value, call: CallSite, bound_method: bool | None = None) -> bool:
+        """Whether the call's arguments fit the function's parameters (narrows hierarchy fallbacks)."""
+        scope = self.ev.function_scope(func)
+        if scope is None or scope.function is None:
+            return True
+        positional, required, varargs, varkw = scope.function.arity
+        bound = func.self_cls is not None if bound_method is None else bound_method
+        if bound and scope.function.params[:1] in (("self",), ("cls",)):
+            positional, required = positional - 1, max(required - 1, 0)
+        given = len(call.args)
+        if given > positional and not varargs:
+            return False
+        names = set(scope.function.params)
+        if not varkw and any(name not in names for name, _ in call.kwargs):
+            return False
+        return given + len(call.kwargs) >= required or varargs or varkw
 
     def _enter(self, value: Value) -> Value:
         """`with x:` calls x.__enter__."""
@@ -175,6 +196,10 @@ class Reacher:
             return
         if kind == dynamo.OPAQUE:
             return
+        if kind == dynamo.OPAQUE_NO_FAKE:
+            result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
+                                   confidence, note))
+            return
         if kind in (dynamo.ALLOW_IN_GRAPH, dynamo.NONSTRICT, dynamo.CONSTANT):
             result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
                                    confidence, note))
@@ -190,10 +215,15 @@ class Reacher:
               bound: tuple = (), mode: str | None = None, note: str = "") -> None:
         mode = mode or node.key.mode
         key = self._key(func, bound, mode)
-        if key in result.nodes:
+        edge = Node(key, func, bound, node.key, call.line, func.via, weaker(confidence, func.confidence),
+                    func.note or note, call.loop)
+        existing = result.nodes.get(key)
+        if existing is not None:
+            if existing.parent != node.key and len(existing.others) < MAX_OTHER_CALLERS:
+                if all(o.parent != node.key for o in existing.others):
+                    existing.others.append(edge)
             return
-        result.nodes[key] = Node(key, func, bound, node.key, call.line, func.via,
-                                 weaker(confidence, func.confidence), note or func.note, call.loop)
+        result.nodes[key] = edge
         queue.append(key)
 
 

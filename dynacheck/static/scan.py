@@ -50,7 +50,9 @@ def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir
 
 
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
-                 cache_dir: Path | None = None, progress: Progress | None = None) -> ScanResult:
+                 cache_dir: Path | None = None, progress: Progress | None = None,
+                 observer: dict | None = None) -> ScanResult:
+    """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files)."""
     started = time.perf_counter()
     all_entries = list(entries)
     if preset:
@@ -82,6 +84,8 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
             node = walk.nodes[node.parent]
         return entry_names.get((node.key.module, node.key.qualname), "")
 
+    if observer is not None:
+        observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
     builder = FindingBuilder(index, catalog, locator.display_path, lambda p: _package(locator, p))
     findings = builder.build(walk, entry_of)
     stats = ScanStats(

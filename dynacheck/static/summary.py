@@ -15,7 +15,7 @@ import libcst as cst
 
 from dynacheck.static.ir import CONST, UNKNOWN, Expr
 
-SUMMARY_VERSION = 4  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 6  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -46,6 +46,7 @@ class FunctionSummary:
     returns: list[Expr] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
+    arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
 
 
 @dataclass
@@ -78,6 +79,8 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     star_imports: list[str] = field(default_factory=list)
+    fakes: set[str] = field(default_factory=set)  # names N with `@N.register_fake` / `N.register_fake(f)`
+    string_fakes: bool = False  # torch.library.register_fake("ns::op") seen: fakes by op name
     error: str = ""  # set when the file could not be parsed
     lines: int = 0
 
@@ -233,9 +236,14 @@ class _ModuleWalker:
         cls = scope.cls.qualname if scope.cls is not None else ""
         parent = scope.function.qualname if scope.function is not None else ""
         decorators = tuple(self.expr(d.decorator) for d in stmt.decorators)
+        for decorator in decorators:
+            self.note_fake(decorator)
         params = tuple(p.name.value for p in _all_params(stmt.params))
         def_line = node.lineno if node is not None else line
         summary = FunctionSummary(qualname, name, def_line, cls, parent, params, decorators)
+        positional = [*stmt.params.posonly_params, *stmt.params.params]
+        summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
+                         isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
         if stmt.returns is not None:
             summary.returns_annotation = _annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both
@@ -323,9 +331,22 @@ class _ModuleWalker:
 
     # ----- expressions ------------------------------------------------------------------------
 
+    def note_fake(self, expr: Expr) -> None:
+        """Remember fake-implementation registrations (a custom op without one is a hard error)."""
+        head = expr[1] if expr and expr[0] == "c" else expr
+        if head and head[0] == "a" and head[2] == "register_fake":
+            base = _dotted_ir(head[1])
+            if base in ("torch.library", "library"):
+                self.s.string_fakes = True
+            elif base:
+                self.s.fakes.add(base.rpartition(".")[2])
+
     def exprs_calls(self, root, node, line, scope, guards, loop) -> None:
         """Record every call inside an expression (or small statement), outermost first."""
         if scope.function is None:
+            if scope.cls is None and isinstance(root, (cst.Expr, cst.Assign)):
+                for call in _collect_calls(root):
+                    self.note_fake(self.expr(call))
             return
         calls = _collect_calls(root)
         if not calls:
@@ -344,6 +365,12 @@ class _ModuleWalker:
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------
+
+
+def _dotted_ir(expr: Expr) -> str:
+    from dynacheck.static.ir import dotted
+
+    return dotted(expr) or ""
 
 
 def _annotation_text(node) -> str:

@@ -90,6 +90,8 @@ class Evaluator:
         self._attrs: dict[tuple, tuple[Value, ...]] = {}
         self._mro: dict[tuple[str, str], tuple[Value, ...]] = {}
         self._active: set = set()
+        self._names: dict[tuple, tuple[Value, ...]] = {}
+        self._globals: dict[tuple, tuple[Value, ...]] = {}
 
     # ----- scopes ------------------------------------------------------------------------------
 
@@ -125,6 +127,21 @@ class Evaluator:
         return self.lookup(expr[1], scope, depth)
 
     def lookup(self, name: str, scope: Scope, depth: int) -> list[Value]:
+        """A name in a function scope (memoized per function, receiver and bound params) or a module."""
+        if scope.function is None:
+            return self.global_value(scope.module.module, name, depth)
+        key = (scope.module.module, scope.function.qualname, scope.self_cls.name if scope.self_cls else "",
+               _bound_key(scope.bound), name)
+        cached = self._names.get(key)
+        if cached is not None:
+            return list(cached)
+        # Memoized even when a cycle was cut below: a little precision for linear time, and the
+        # walk order (hence the answer) is the same on every run.
+        values = self._lookup(name, scope, depth)
+        self._names[key] = tuple(values)
+        return values
+
+    def _lookup(self, name: str, scope: Scope, depth: int) -> list[Value]:
         current: Scope | None = scope
         while current is not None and current.function is not None:
             for bound_name, values in current.bound:
@@ -164,6 +181,15 @@ class Evaluator:
             self._active.discard(key)
 
     def global_value(self, module: str, name: str, depth: int) -> list[Value]:
+        key = (module, name)
+        cached = self._globals.get(key)
+        if cached is not None:
+            return list(cached)
+        values = self._global_value(module, name, depth)
+        self._globals[key] = tuple(values)
+        return values
+
+    def _global_value(self, module: str, name: str, depth: int) -> list[Value]:
         bindings = self.index.global_bindings(module, name)
         if not bindings:
             if self.index.has_module(f"{module}.{name}"):
@@ -182,7 +208,7 @@ class Evaluator:
             else:
                 key = ("global", module, name, binding.line)
                 if key in self._active:
-                    continue
+                            continue
                 self._active.add(key)
                 try:
                     scope = self.module_scope(module)
@@ -327,6 +353,10 @@ class Evaluator:
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
+        if all(_vague(v) for v in out) and any(a and a[0] == "l" for a in (*expr[2], *(v for _, v in expr[3]))):
+            products = [p for p in self.factory_products(expr, scope, depth) if p.kind != "unknown"]
+            if products:  # make_layers(n, lambda i: Block(i)): a container of what the lambda builds
+                return [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
         return out
 
     def call_result(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> list[Value]:
@@ -340,7 +370,8 @@ class Evaluator:
             if name in EXTERNAL_FACTORIES:
                 return [Value("extinst", name=EXTERNAL_FACTORIES[name])]
             if name in NAMESPACE_FACTORIES:
-                items = tuple((k, v) for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
+                items = tuple((k, replace(v, via=m.VIA_RETURN) if v.kind == "func" else v)
+                              for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
                 return [Value("ns", items=items, via=m.VIA_RETURN)]
             if name in CONTAINER_FACTORIES:
                 return [self._container(call_expr[2], scope, depth)]
@@ -497,6 +528,17 @@ class Evaluator:
                             frontier.append(sub)
                             break
         return found
+
+
+def _bound_key(bound: tuple) -> tuple:
+    return tuple((name, tuple(v.key() for v in values)) for name, values in bound)
+
+
+def _vague(value: Value) -> bool:
+    """Nothing known: an unknown, or a container of unknowns."""
+    if value.kind == "unknown":
+        return True
+    return value.kind == "cont" and all(v.kind == "unknown" for v in value.items)
 
 
 def _dedupe(values: list[Value], limit: int = MAX_VALUES) -> list[Value]:

@@ -1,0 +1,107 @@
+"""Benchmark: the flagship scan, cold and warm, against the floor of this design.
+
+The floor is a bare `libcst.parse_module` over exactly the files the scan parsed, timed in the
+same run (sources read beforehand), so the ratio is machine-independent.
+
+    python bench/scan_bench.py [--repeat 3] [--write bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import libcst
+
+from dynacheck.sources.locate import ModuleLocator
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static.scan import scan_targets
+
+SPECS = ("sglang==0.5.9", "flashinfer-python==0.6.3")
+COMMAND = "python bench/scan_bench.py --repeat 3 --write bench/RESULTS.md"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--write", type=Path, default=None)
+    args = parser.parse_args()
+
+    targets = [resolve_target(spec) for spec in SPECS]
+    files_in_trees = sum(1 for _ in ModuleLocator(targets).iter_files())
+    colds, warms, floors = [], [], []
+    parsed: list[str] = []
+    findings = 0
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as cache:
+            observer: dict = {}
+            started = time.perf_counter()
+            result = scan_targets(targets, [], "glm5", cache_dir=Path(cache), observer=observer)
+            colds.append(time.perf_counter() - started)
+            parsed = observer["parsed_files"]
+            findings = len(result.findings)
+            started = time.perf_counter()
+            scan_targets(targets, [], "glm5", cache_dir=Path(cache))
+            warms.append(time.perf_counter() - started)
+        sources = [Path(p).read_text(encoding="utf-8", errors="replace") for p in parsed]
+        started = time.perf_counter()
+        for source in sources:
+            libcst.parse_module(source)
+        floors.append(time.perf_counter() - started)
+
+    cold, warm, floor = statistics.median(colds), statistics.median(warms), statistics.median(floors)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    lines = [
+        "## Static scan: GLM-5 preset on sglang 0.5.9 + flashinfer-python 0.6.3",
+        "",
+        f"Command: `{COMMAND}` (median of {args.repeat}; {platform.python_version()}, "
+        f"libcst {libcst_version()}, {platform.machine()}, {_cores()} cores)",
+        "",
+        "| measure | value |",
+        "| --- | --- |",
+        f"| files in the two trees | {files_in_trees} |",
+        f"| files parsed by the scan | {len(parsed)} ({100 * len(parsed) / files_in_trees:.1f}%) |",
+        f"| findings | {findings} |",
+        f"| floor: bare libcst.parse_module over the parsed files | {floor:.2f} s |",
+        f"| cold scan (empty summary cache) | {cold:.2f} s |",
+        f"| cold / floor | **{cold / floor:.2f}x** (aim < 2x) |",
+        f"| warm scan (summary cache filled) | **{warm:.2f} s** (aim < 1 s) |",
+        f"| peak RSS of the benchmark process | {peak_mb:.0f} MB |",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        _replace_section(args.write, lines[0], text)
+    return 0
+
+
+def libcst_version() -> str:
+    from importlib.metadata import version
+
+    return version("libcst")
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
+
+
+def _replace_section(path: Path, heading: str, text: str) -> None:
+    """Keep other benchmarks' sections; replace this one."""
+    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n\n"
+    parts = old.split("\n## ")
+    kept = [parts[0].rstrip() + "\n"] + ["## " + p.rstrip() + "\n" for p in parts[1:]
+                                         if not ("## " + p).startswith(heading)]
+    path.write_text("\n".join(kept + [text]), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The HTML report: one self-contained file a team reviews together, rendered from Jinja2 templates.
+
+Everything is rendered server-side with autoescape on; the inline script only filters, searches and
+toggles the theme, so scanned text (which may hold `</script>`) never reaches a script context.
+A Content-Security-Policy forbids any network fetch. Source lines around each hop are read now,
+at render time, from the scanned trees (`source.SourceReader`), at most 7 lines a hop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from dynacheck import __version__
+from dynacheck.model import Diff, Event, Finding, Frame, Hop, Review, ScanResult
+from dynacheck.report import view
+from dynacheck.report.source import SourceLine, SourceReader
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@dataclass
+class HopView:
+    function: str
+    file: str
+    line: int
+    why: str
+    weak: bool
+    lines: list[SourceLine]
+    hazard: bool = False
+    via: str = ""
+    confidence: str = ""
+
+
+@dataclass
+class ItemView:
+    """One row of the findings list: a static finding or a seen-only trace event."""
+
+    id: str
+    rule: str
+    title: str
+    severity: str
+    package: str
+    outcome: str
+    outcome_label: str
+    status: str
+    confidence: str
+    site: str
+    callee: str
+    entry: str
+    hops: list[HopView]
+    fatal: bool = False
+    gb_id: str = ""
+    gb_link: str = ""
+    gb_type: str = ""
+    explanation: str = ""
+    hints: tuple[str, ...] = ()
+    detail: str = ""
+    note: str = ""
+    fixes: list[Any] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    also_reached_by: int = 0
+
+    @property
+    def search(self) -> str:
+        words = [self.rule, self.title, self.site, self.callee, self.entry, self.outcome_label, self.note,
+                 *(h.function for h in self.hops), *(h.file for h in self.hops)]
+        return " ".join(words).lower()
+
+
+def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
+                title: str = "dynacheck report") -> str:
+    """The whole report as one HTML string (no external resources)."""
+    if isinstance(review, ScanResult):
+        review = Review(scan=review)
+    review = review or Review()
+    reader = SourceReader(review.scan)
+    items = _items(review, reader)
+    context = {
+        "title": title,
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "version": __version__,
+        "review": review,
+        "scan": review.scan,
+        "trace": review.trace,
+        "summary": view.summarize(review),
+        "summary_line": view.summary_line(view.summarize(review)),
+        "outcome_words": view.outcome_words,
+        "items": items,
+        "filters": _filters(items),
+        "processes": _processes(review),
+        "diff": _diff(diff) if diff is not None else None,
+        "raw_diff": diff,
+    }
+    return _environment().get_template("report.html.j2").render(**context)
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["plural"] = _plural
+    return env
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
+
+
+def _items(review: Review, reader: SourceReader) -> list[ItemView]:
+    matches = view.match_index(review)
+    items: list[ItemView] = []
+    findings = view.sorted_findings(review.scan.findings) if review.scan else []
+    for finding in findings:
+        items.append(_finding_item(f"f{len(items) + 1}", finding, view.finding_status(finding, matches),
+                                   view.matched_events(review, finding), reader))
+    for match, events in view.seen_only(review):
+        if events:
+            items.append(_seen_item(f"f{len(items) + 1}", events, match.note, reader))
+    return items
+
+
+def _finding_item(item_id: str, finding: Finding, status: str, events: list[Event],
+                  reader: SourceReader) -> ItemView:
+    o = finding.outcome
+    site = finding.site
+    hops = [_hop(h, reader) for h in finding.chain]
+    if hops and finding.chain[-1].file == site.file and finding.chain[-1].line == site.line:
+        hops[-1].hazard = True
+    else:
+        hops.append(HopView(site.callee, site.file, site.line, f"calls {site.callee}", False,
+                            reader.window(site.file, site.line, site.package, site.code), hazard=True))
+    return ItemView(
+        id=item_id, rule=finding.rule, title=finding.title, severity=finding.severity,
+        package=view.package_of(finding), outcome=o.kind, outcome_label=view.finding_outcome_label(finding),
+        status=status, confidence=finding.confidence, site=view.site_label(site), callee=site.callee,
+        entry=finding.entry, hops=hops, fatal=o.fatal_under_fullgraph, gb_id=o.gb_id, gb_link=view.gb_link(o.gb_id),
+        gb_type=o.gb_type, explanation=o.explanation, hints=o.hints, detail=o.detail, note=finding.note,
+        fixes=view.ordered_fixes(finding.fixes), events=events, also_reached_by=finding.also_reached_by,
+    )
+
+
+def _hop(hop: Hop, reader: SourceReader) -> HopView:
+    return HopView(hop.function, hop.file, hop.line, view.hop_why(hop), view.hop_is_weak(hop),
+                   reader.window(hop.file, hop.line, hop.package, hop.code), via=hop.via, confidence=hop.confidence)
+
+
+def _seen_item(item_id: str, events: list[Event], note: str, reader: SourceReader) -> ItemView:
+    event = events[0]
+    frames = list(event.user_stack) or ([event.site] if event.site else [])
+    hops = [_frame(f, reader) for f in frames]
+    if hops:
+        hops[-1].hazard = True
+    site = event.site
+    site_label = f"{site.file}:{site.line} {site.function}" if site else "(no user frame)"
+    return ItemView(
+        id=item_id, rule=event.gb_id or event.kind, title=f"Seen at run time: {event.gb_type or event.kind}",
+        severity="warning", package=_top_folder(site.file) if site else "", outcome=event.kind,
+        outcome_label=view.outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph), status="seen_only",
+        confidence="high", site=site_label, callee=site.function if site else "", entry=event.compiled_frame,
+        hops=hops, fatal=event.fatal_under_fullgraph, gb_id=event.gb_id, gb_link=view.gb_link(event.gb_id),
+        gb_type=event.gb_type, explanation=event.explanation or event.reason, hints=event.hints,
+        detail=event.detail, note=note, events=events,
+    )
+
+
+def _frame(frame: Frame, reader: SourceReader) -> HopView:
+    return HopView(frame.function, frame.file, frame.line, "seen in the user stack", False,
+                   reader.window(frame.file, frame.line, "", frame.code))
+
+
+def _top_folder(file: str) -> str:
+    parts = Path(file).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+def _filters(items: list[ItemView]) -> dict[str, list[tuple[str, str]]]:
+    """Choices for each filter: (value, label with count)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key in ("package", "rule", "outcome", "status"):
+        counts: dict[str, int] = defaultdict(int)
+        for item in items:
+            counts[getattr(item, key)] += 1
+        label = view.outcome_words if key == "outcome" else (lambda s: s.replace("_", " "))
+        out[key] = [(value, f"{label(value) or '(none)'} ({n})") for value, n in sorted(counts.items())]
+    return out
+
+
+def _processes(review: Review) -> list[dict[str, Any]]:
+    trace = review.trace
+    if trace is None:
+        return []
+    by_pid: dict[int, list[Event]] = defaultdict(list)
+    for event in trace.events:
+        by_pid[event.pid].append(event)
+    rows = [{"info": p, "events": by_pid.pop(p.pid, [])} for p in trace.processes]
+    for pid, events in sorted(by_pid.items()):  # events from a process with no start record
+        rows.append({"info": None, "pid": pid, "events": events})
+    return rows
+
+
+def _diff(diff: Diff) -> dict[str, Any]:
+    return {
+        "before": diff.before, "after": diff.after,
+        "groups": [(name, view.sorted_findings(getattr(diff, name)))
+                   for name in ("added", "changed", "removed", "suppressed")],
+        "unchanged": len(diff.unchanged),
+        "label": view.finding_outcome_label,
+        "site": view.site_label,
+    }

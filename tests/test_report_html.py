@@ -1,0 +1,194 @@
+"""The HTML report: self-contained, escaped, source windows read at render time, every section present."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
+import report_samples as samples  # noqa: E402
+
+from dynacheck.model import Review  # noqa: E402
+from dynacheck.report import render  # noqa: E402
+from dynacheck.report.html import render_html  # noqa: E402
+
+
+class _Page(HTMLParser):
+    """Collects what the tests look at: script bodies, finding items, marked source lines, resource urls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[str] = []
+        self.findings: list[dict[str, str]] = []
+        self.marked: list[str] = []
+        self.urls: list[tuple[str, str, str]] = []
+        self._in_script = False
+        self._marked_depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "script":
+            self._in_script = True
+            self.scripts.append("")
+        if tag == "details" and "finding" in (a.get("class") or ""):
+            self.findings.append(a)
+        if tag == "span" and "src-line" in (a.get("class") or "") and "marked" in (a.get("class") or ""):
+            self._marked_depth = 1
+            self.marked.append("")
+        elif self._marked_depth and tag == "span":
+            self._marked_depth += 1
+        for key in ("src", "href", "action", "srcset", "poster", "data"):
+            if key in a and tag != "details":
+                self.urls.append((tag, key, a[key] or ""))
+
+    @property
+    def marked_code(self) -> list[str]:
+        """Marked lines without their line-number gutter."""
+        return [re.sub(r"^\d+", "", text).strip() for text in self.marked]
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = False
+        if tag == "span" and self._marked_depth:
+            self._marked_depth -= 1
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+        if self._marked_depth:
+            self.marked[-1] += data
+
+
+@pytest.fixture(scope="module")
+def page_text() -> str:
+    return render_html(samples.flagship_review(), diff=samples.sample_diff())
+
+
+@pytest.fixture(scope="module")
+def page(page_text) -> _Page:
+    parsed = _Page()
+    parsed.feed(page_text)
+    return parsed
+
+
+def test_scanned_markup_never_becomes_markup(page_text, page):
+    # exactly one script element, ours: the </script> in banner.py did not open or close any
+    assert len(page.scripts) == 1
+    assert page_text.count("<script") == 1 and page_text.count("</script>") == 1
+    assert "alert(&#39;pwned&#39;)" in page_text or "alert(&#x27;pwned&#x27;)" in page_text
+    assert "&lt;/script&gt;&lt;script&gt;" in page_text
+    assert "forward &lt;b&gt;" in page_text  # a title with a tag stays text
+    assert "<b>tags</b>" not in page_text
+
+
+def test_no_network_resources(page_text, page):
+    assert 'http-equiv="Content-Security-Policy"' in page_text and "default-src 'none'" in page_text
+    assert "@import" not in page_text and "url(" not in page_text
+    external = [(tag, key, url) for tag, key, url in page.urls if re.match(r"^(https?:)?//", url)]
+    # the only outbound references are links a reader may click: Dynamo's GB pages
+    assert external and all(tag == "a" for tag, _, _ in external)
+    assert {url for _, _, url in external} == {
+        "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0007.html",
+        "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0059.html",
+        "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0291.html",
+        "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html",
+    }
+
+
+def test_summary_counts_and_targets(page_text):
+    assert "3 findings at 3 sites" in page_text
+    assert 'id="count-fatal">3<' in page_text
+    assert 'id="count-confirmed">1<' in page_text and 'id="count-seen_only">1<' in page_text
+    assert "flashinfer-python" in page_text and "0.6.3" in page_text
+    assert "sglang.srt.models.deepseek_v2:DeepseekV2Model.forward" in page_text
+    assert "1 problem while reading the trees" in page_text
+
+
+def test_findings_carry_filter_attributes(page):
+    rules = [f["data-rule"] for f in page.findings]
+    assert rules == ["DC001", "DC021", "DC020", "DC030", "GB0124"]
+    first = page.findings[0]
+    assert first["data-package"] == "flashinfer-python" and first["data-outcome"] == "graph_break"
+    assert first["data-status"] == "confirmed"
+    assert "get_cuda_version" in first["data-search"] and "fp4_quantize" in first["data-search"]
+    statuses = {f["data-rule"]: f["data-status"] for f in page.findings}
+    assert statuses == {"DC001": "confirmed", "DC021": "predicted", "DC020": "predicted",
+                        "DC030": "suppressed", "GB0124": "seen_only"}
+
+
+def test_source_windows_are_read_from_the_target_roots(page_text, page):
+    # a hop whose file exists shows context lines with the call marked
+    assert "class MergedColumnParallelLinear(LinearBase):" in page_text
+    assert "output = self.quant_method.apply(self, x, bias)" in page.marked_code
+    assert '@functools.cache' in page_text
+    # the hazard line itself, from flashinfer/jit/cpp_ext.py
+    assert 'out = subprocess.check_output(["nvcc", "--version"])' in page.marked_code
+    # deepseek_v2.py is not in the fixture tree: only the stored code line, still marked
+    assert "gate_up, _ = self.gate_up_proj(x)" in page.marked_code
+    assert "class DeepseekV2MLP" not in page_text
+
+
+def test_source_windows_stay_small_and_inside_roots(tmp_path):
+    (tmp_path / "secret.txt").write_text("TOP SECRET\n")
+    tree = tmp_path / "tree"
+    (tree / "sglang").mkdir(parents=True)
+    (tree / "flashinfer").mkdir()
+    review = samples.flagship_review(tree)
+    finding = review.scan.findings[2]
+    hop = replace(finding.chain[0], file="../../secret.txt", line=1, code="stored line only")
+    scan = replace(review.scan, findings=(replace(finding, chain=(hop,)),))
+    text = render_html(Review(scan=scan))
+    assert "TOP SECRET" not in text and "stored line only" in text
+    full = render_html(samples.flagship_review())
+    windows = re.findall(r'<pre class="src">(.*?)</pre>', full, re.S)
+    assert windows and max(w.count('class="src-line') for w in windows) <= 7
+
+
+def test_hop_reasons_dynamo_and_fixes(page_text):
+    assert "via class hierarchy fallback — low confidence" in page_text
+    assert "functools.cache: traced through" in page_text
+    assert "Attempted to call function marked as skipped" in page_text
+    assert "Dynamo developers have intentionally marked" in page_text
+    assert "at threading.Lock() inside subprocess.Popen.__init__" in page_text
+    sound = page_text.index("<b>custom_op</b>")
+    unsound = page_text.index("<b>not prewarm</b>")
+    assert sound < unsound  # sound fix first though the model listed it second
+    assert "@torch.library.custom_op(&#34;dynacheck::fp4_quantize&#34;" in page_text
+
+
+def test_trace_and_diff_views(page_text):
+    assert "Trace: 2 processes" in page_text
+    assert "pid 101 · rank 0 · 2 events · exit 0" in page_text
+    assert "pid 102 · rank 1 · 1 event · killed" in page_text
+    assert "Data-dependent branching &lt;if t.item() &gt; 0&gt; &amp; more" in page_text
+    assert 'id="diff"' in page_text
+    assert "1 added, 1 changed, 1 removed, 1 suppressed, 0 unchanged" in page_text
+
+
+def test_light_and_dark_theme():
+    text = render_html(samples.flagship_review(with_trace=False))
+    assert "prefers-color-scheme: dark" in text and 'data-theme="dark"' in text
+    assert 'id="theme-toggle"' in text
+    assert 'id="trace"' not in text and 'id="diff"' not in text
+
+
+def test_empty_review_and_diff_only_render():
+    empty = render(Review(), "html")
+    assert "dynacheck report" in empty and "finding" not in empty.split("<main>")[1].split("</main>")[0].lower()
+    diff_only = render(samples.sample_diff(), "html")
+    assert 'id="diff"' in diff_only and 'id="findings"' not in diff_only
+
+
+def test_flagship_sized_report_stays_small():
+    """Many findings sharing one long chain: the page grows linearly and stays far under 5 MB."""
+    base = samples.flagship_finding()
+    findings = tuple(replace(base, fingerprint=f"fp{i}", site=replace(base.site, line=base.site.line + i))
+                     for i in range(300))
+    scan = replace(samples.flagship_scan(), findings=findings)
+    size = len(render_html(Review(scan=scan)).encode())
+    assert size < 5 * 1024 * 1024
