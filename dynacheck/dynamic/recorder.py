@@ -15,9 +15,10 @@ import importlib.abc
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dynacheck.model import Event
+if TYPE_CHECKING:  # the model (dataclasses) loads only once torch is imported
+    from dynacheck.model import Event
 
 ENV_OUT = "DYNACHECK_TRACE_DIR"
 ENV_COLLECT_ALL = "DYNACHECK_COLLECT_ALL"

@@ -10,16 +10,34 @@ def _dynacheck_arm() -> None:
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    root = os.environ.get("DYNACHECK_ROOT", "")
-    if root and root not in sys.path:
-        sys.path.append(root)  # where the dynacheck package lives, when it is not installed
     try:
+        _load_dynacheck_from(os.environ.get("DYNACHECK_ROOT", ""))
         from dynacheck.dynamic.recorder import activate
 
         activate()
     except Exception as exc:  # noqa: BLE001 - start-up must go on
         print(f"dynacheck: recorder not armed: {exc}", file=sys.stderr)
     _chain(here)
+
+
+def _load_dynacheck_from(root: str) -> None:
+    """Import the dynacheck that launched the trace (its folder, not sys.path: no other names leak)."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if not root or "dynacheck" in sys.modules:
+        return
+    spec = importlib.machinery.PathFinder.find_spec("dynacheck", [root])
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["dynacheck"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules["dynacheck"]
+        raise
 
 
 def _chain(here: str) -> None:
