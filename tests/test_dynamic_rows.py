@@ -79,6 +79,12 @@ def test_time_time_breaks_and_recompiles(rows):
     assert "time.time()" in recompiles[0].detail  # the guard failure names the source line
 
 
+def test_assume_constant_result_runs_its_side_effect_while_tracing(rows):
+    effects = events(rows, "side_effect", None, "rows.constant_probe")
+    assert [e.phase for e in effects] == ["tracing"], [(e.phase, e.site) for e in effects]
+    assert not events(rows, "graph_break", None, "rows.constant_probe"), "no break: the value is frozen"
+
+
 def test_recompile_storm_hits_the_recompile_limit(rows):
     storm = [e for e in events(rows, "recompile") if e.compiled_frame == "rows.case_storm"]
     assert len(storm) == 1 and storm[0].count >= 7, "one event per site, counted"
