@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "dynamic"))
-from tracerun import HERE, load, trace  # noqa: E402
+from tracerun import HERE, load, trace
 
 pytestmark = [pytest.mark.gpu, pytest.mark.torch,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "dynamic"))
-from tracerun import REPO, load, trace  # noqa: E402
+from tracerun import REPO, load, trace
 
 pytestmark = pytest.mark.torch
 ROOT = REPO / "tests" / "fixtures" / "flagship_cpu"

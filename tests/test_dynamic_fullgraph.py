@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "dynamic"))
-from tracerun import HERE, load, trace  # noqa: E402
+from tracerun import HERE, load, trace
 
 pytestmark = pytest.mark.torch
 PROGRAM = str(HERE / "three_breaks.py")

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "dynamic"))
-from tracerun import HERE, events, load, trace  # noqa: E402
+from tracerun import HERE, events, load, trace
 
 pytestmark = pytest.mark.torch
 ROWS = str(HERE / "rows.py")

@@ -11,7 +11,17 @@ from dynacheck.dynamic.correlate import correlate, same_file
 from dynacheck.dynamic.dynamo_hooks import compile_frame_info
 from dynacheck.dynamic.fullgraph import patch_compile, wanted_fullgraph
 from dynacheck.dynamic.merge import load_trace, merge_events
-from dynacheck.model import Event, Finding, Frame, Hop, Outcome, ScanResult, Site, Target, TraceResult
+from dynacheck.model import (
+    Event,
+    Finding,
+    Frame,
+    Hop,
+    Outcome,
+    ScanResult,
+    Site,
+    Target,
+    TraceResult,
+)
 
 
 def test_gb_id_falls_back_to_the_help_url_when_the_registry_lacks_the_type():
@@ -106,7 +116,7 @@ def test_repeat_and_end_records_are_applied(tmp_path):
 
     event = _event(5, -1, kind="side_effect", gb="").to_dict()
     lines = [{"record": "process", "pid": 5, "rank": -1, "argv": ["a"]}, event,
-             {"record": "repeat", **{**event, "count": 4}}, {"record": "end", "pid": 5, "ended": "exit 0"}]
+             {"record": "repeat", **event, "count": 4}, {"record": "end", "pid": 5, "ended": "exit 0"}]
     (tmp_path / "events-5.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     result = load_trace(tmp_path)
     assert result.events[0].count == 4 and result.processes[0].ended == "exit 0"

@@ -15,8 +15,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 from dynacheck.dynamic import stacks
 from dynacheck.model import Event
@@ -83,16 +84,15 @@ class AuditHooks:
         self._busy.on = True
         try:
             self._record(event, args)
-        except Exception:  # noqa: BLE001 - an audit hook that raises would abort the audited call
+        except Exception:  # noqa: BLE001, S110 - an audit hook that raises would abort the audited call
             pass
         finally:
             self._busy.on = False
 
     def _record(self, event: str, args: tuple[Any, ...]) -> None:
         caller = sys._getframe(2)
-        if event == "open":
-            if not self._interesting_open(args, caller):
-                return
+        if event == "open" and not self._interesting_open(args, caller):
+            return
         if not self._by_user_code(caller):
             return  # torch's own work (reading sources, compile workers): not the user's side effect
         phase = phase_of(caller)

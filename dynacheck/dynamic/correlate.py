@@ -13,7 +13,15 @@ from __future__ import annotations
 import os
 from pathlib import PurePath
 
-from dynacheck.model import Event, Finding, Frame, Match, Review, ScanResult, TraceResult
+from dynacheck.model import (
+    Event,
+    Finding,
+    Frame,
+    Match,
+    Review,
+    ScanResult,
+    TraceResult,
+)
 
 BREAK_KINDS = ("graph_break", "frame_skip", "fullgraph_error", "compile_error")
 

@@ -12,7 +12,8 @@ import functools
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynacheck.dynamic import stacks
 from dynacheck.model import Event
@@ -49,7 +50,7 @@ class CudaGraphHooks:
             if exc is not None:
                 try:
                     hooks._capture_failed(exc, tb)
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001, S110
                     pass
             return original(graph_self, exc_type, exc, tb)
 
@@ -67,7 +68,7 @@ class CudaGraphHooks:
             try:
                 if sys.modules["torch"].cuda.is_current_stream_capturing():
                     hooks._sync_during_capture(label)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110
                 pass
             return original(*args, **kwargs)
 

@@ -18,8 +18,9 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Callable
 from types import CodeType, FrameType
-from typing import Any, Callable
+from typing import Any
 
 from dynacheck.dynamic import registry, stacks
 from dynacheck.dynamic.fullgraph import wanted_fullgraph
@@ -84,7 +85,7 @@ class DynamoHooks:
     def _safely(self, fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)
-        except Exception:  # noqa: BLE001 - recording must never change the traced program
+        except Exception:  # noqa: BLE001, S110 - recording must never change the traced program
             pass
 
     # ---- structured artifacts -----------------------------------------------------------
@@ -117,7 +118,7 @@ class DynamoHooks:
             kind = "graph_break"
         try:
             setattr(exc, _SEEN, True)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
         if kind == "graph_break" and self._is_retrace(gb_type, getattr(exc, "real_stack", None)):
             return

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _state = threading.local()
 
@@ -53,7 +54,7 @@ def patch_compile(torch: Any, collect_all: bool) -> bool:
         return False
 
     @functools.wraps(original)
-    def compile(model: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - mirrors torch.compile
+    def compile(model: Any = None, *args: Any, **kwargs: Any) -> Any:
         if model is None:  # @torch.compile(fullgraph=True) decorator form
             return lambda m: compile(m, *args, **kwargs)
         if not kwargs.get("fullgraph", False):

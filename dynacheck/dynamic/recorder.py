@@ -80,7 +80,7 @@ class Recorder:
         original = sys.exit
         recorder = self
 
-        def exit(status: Any = None) -> None:  # noqa: A001 - stands in for sys.exit
+        def exit(status: Any = None) -> None:
             recorder._exit_code = 0 if status is None else status
             original(status)
 
@@ -104,7 +104,7 @@ class Recorder:
         try:
             if CudaGraphHooks(self.emit, pid, self.rank).install(torch):
                 self.installed.append("torch.cuda.graph")
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
         self.writer.header_update(
             torch_version=str(getattr(torch, "__version__", "")),

@@ -21,7 +21,7 @@ def _registry() -> dict[str, str]:
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         return {}
-    path = os.path.join(list(spec.submodule_search_locations)[0], "_dynamo", "graph_break_registry.json")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "_dynamo", "graph_break_registry.json")
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)

@@ -13,9 +13,9 @@ import re
 import sys
 import sysconfig
 import traceback
+from collections.abc import Iterable
 from functools import lru_cache
 from types import FrameType
-from typing import Iterable
 
 from dynacheck.model import Frame
 
@@ -118,8 +118,7 @@ def module_name(filename: str) -> str:
     if not best:
         return ""
     rel = os.path.splitext(real[len(best) + 1:])[0].replace(os.sep, ".")
-    if rel.endswith(".__init__"):
-        rel = rel[: -len(".__init__")]
+    rel = rel.removesuffix(".__init__")
     return "" if rel == "__main__" else rel
 
 
