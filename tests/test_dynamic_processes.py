@@ -93,3 +93,16 @@ def test_trace_without_a_command_is_a_user_error():
     with pytest.raises(SystemExit) as exit_info:
         main(["trace", "--out", "/tmp/unused"])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_torchrun_ranks_get_the_recorder_and_their_rank(tmp_path):
+    pytest.importorskip("torch.distributed.run")
+    proc = trace(tmp_path, ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                            str(HERE / "ranks.py")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = load(tmp_path)
+    assert sorted(p.rank for p in result.processes if p.rank >= 0) == [0, 1]
+    (event,) = [e for e in result.events if e.kind == "graph_break" and e.site and e.site.function == "ranks.forward"]
+    assert event.count == 2 and "ranks 0, 1" in event.detail
