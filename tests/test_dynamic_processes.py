@@ -14,10 +14,10 @@ from tracerun import HERE, REPO, events, load, trace
 
 
 @pytest.mark.torch
-@pytest.mark.slow
-def test_two_spawned_processes_are_merged_with_their_ranks(tmp_path):
+@pytest.mark.parametrize("start", [pytest.param("spawn", marks=pytest.mark.slow), "fork"])
+def test_two_worker_processes_are_merged_with_their_ranks(tmp_path, start):
     pytest.importorskip("torch")
-    proc = trace(tmp_path, [str(HERE / "spawn_two.py")])
+    proc = trace(tmp_path, [str(HERE / "spawn_two.py"), start])
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = load(tmp_path)
     workers = [p for p in result.processes if p.rank in (0, 1)]

@@ -39,7 +39,8 @@ class Recorder:
         self._repeats: dict[tuple, list] = {}  # side effect key -> [first event, count]
         self._lock = threading.Lock()
         self._exit_code: Any = None
-        self._patch_sys_exit()
+        self._closed = False
+        self._patch_exits()
         atexit.register(self.close)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._after_fork)
@@ -47,10 +48,16 @@ class Recorder:
     def _after_fork(self) -> None:
         self._lock = threading.Lock()
         self._repeats = {}
+        self._exit_code = None
+        self._closed = False
 
     # ---- events -------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
         """Write an event now; a side effect that repeats at the same site is counted, not rewritten."""
+        if event.pid != self.writer.pid:  # hooks were attached before a fork
+            from dataclasses import replace
+
+            event = replace(event, pid=self.writer.pid)
         if event.kind == "side_effect":
             site = event.site
             key = (event.gb_type, event.phase, site.file if site else "", site.line if site else 0)
@@ -62,9 +69,15 @@ class Recorder:
                 self._repeats[key] = [event, 1]
         self.writer.event(event)
 
-    def close(self) -> None:
-        """At interpreter exit: counts of repeated side effects, then the end record."""
+    def close(self, code: Any = None) -> None:
+        """At interpreter exit (or os._exit): counts of repeated side effects, then the end record."""
         from dataclasses import replace
+
+        if self._closed:
+            return
+        self._closed = True
+        if code is not None:
+            self._exit_code = code
 
         for event, count in list(self._repeats.values()):
             if count > 1:
@@ -76,16 +89,25 @@ class Recorder:
             code = 1
         self.writer.end(f"exit {code}")
 
-    def _patch_sys_exit(self) -> None:
-        original = sys.exit
+    def _patch_exits(self) -> None:
+        """Remember sys.exit's status; write the end record before os._exit (fork workers leave that way)."""
+        original_exit, original_os_exit = sys.exit, os._exit
         recorder = self
 
         def exit(status: Any = None) -> None:
             recorder._exit_code = 0 if status is None else status
-            original(status)
+            original_exit(status)
 
-        exit.__wrapped__ = original  # type: ignore[attr-defined]
+        def _exit(status: int) -> None:
+            try:
+                recorder.close(status)
+            finally:
+                original_os_exit(status)
+
+        exit.__wrapped__ = original_exit  # type: ignore[attr-defined]
+        _exit.__wrapped__ = original_os_exit  # type: ignore[attr-defined]
         sys.exit = exit
+        os._exit = _exit
 
     # ---- hooks --------------------------------------------------------------------------
     def attach(self, torch: Any) -> None:
