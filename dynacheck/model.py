@@ -196,7 +196,8 @@ class Frame(_Record):
 class Event(_Record):
     """One thing the recorder saw in one process."""
 
-    kind: str  # graph_break | frame_skip | fullgraph_error | recompile | recompile_limit | side_effect | cuda_graph
+    kind: str  # graph_break | frame_skip | fullgraph_error | compile_error | recompile | recompile_limit
+    #            | side_effect | cuda_graph
     pid: int
     rank: int = -1
     gb_id: str = ""
@@ -213,6 +214,8 @@ class Event(_Record):
     detail: str = ""
     argv: tuple[str, ...] = ()
     time: float = 0.0
+    ranks: tuple[int, ...] = ()  # after merging: every rank that saw it
+    pids: tuple[int, ...] = ()  # after merging: every process that saw it
 
     _nested = {"site": Frame}
     _nested_lists = {"user_stack": Frame}

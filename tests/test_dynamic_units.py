@@ -108,7 +108,7 @@ def test_same_break_on_several_ranks_is_one_event_with_a_count():
     merged = merge_events([_event(10, 0), _event(11, 1, fatal=True), _event(11, 1), _event(10, 0, line=4)])
     assert len(merged) == 2
     first = next(e for e in merged if e.site.line == 3)
-    assert first.count == 3 and first.fatal_under_fullgraph and "ranks 0, 1" in first.detail
+    assert first.count == 3 and first.fatal_under_fullgraph and first.ranks == (0, 1) and first.pids == (10, 11)
 
 
 def test_repeat_and_end_records_are_applied(tmp_path):

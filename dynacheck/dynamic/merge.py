@@ -2,7 +2,7 @@
 
 Tolerates what killed processes leave: a truncated last line, no end record (ended = "").
 Events with the same kind, break type, site and phase become one event whose `count` adds up the
-occurrences; the ranks and pids it was seen on are named in `detail`.
+occurrences; the ranks and pids it was seen on are kept in `ranks` / `pids`.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def load_process(path: Path) -> tuple[ProcessInfo | None, list[Event], str]:
 
 
 def merge_events(events: list[Event]) -> list[Event]:
-    """Same kind + break type + site (+ phase) -> one event, counts summed, ranks/pids named."""
+    """Same kind + break type + site (+ phase) -> one event, counts summed, ranks/pids kept."""
     groups: dict[tuple, list[Event]] = {}
     for event in sorted(events, key=lambda e: e.time):
         groups.setdefault(_dedupe_key(event), []).append(event)
@@ -92,16 +92,13 @@ def merge_events(events: list[Event]) -> list[Event]:
         first = group[0]
         pids = sorted({e.pid for e in group})
         ranks = sorted({e.rank for e in group if e.rank >= 0})
-        detail = first.detail
-        if len(pids) > 1:
-            seen_on = f"ranks {', '.join(map(str, ranks))}" if ranks else f"pids {', '.join(map(str, pids))}"
-            detail = f"{detail}\nseen on {seen_on}".strip()
         merged.append(
             replace(
                 first,
                 count=sum(e.count for e in group),
                 fatal_under_fullgraph=any(e.fatal_under_fullgraph for e in group),
-                detail=detail,
+                ranks=tuple(ranks),
+                pids=tuple(pids),
             )
         )
     return merged

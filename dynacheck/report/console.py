@@ -150,6 +150,8 @@ def _seen_only(console: Console, review: Review) -> None:
             line = Text("seen only  ", style="bold magenta")
             line.append(where, style="bold")
             line.append(f"  {view.outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph)}")
+            if event.ranks:
+                line.append(f"  (ranks {', '.join(map(str, event.ranks))})", style="dim")
             console.print(line)
             detail = event.reason or event.gb_type
             if detail:

@@ -114,6 +114,7 @@ DEFS: dict[str, dict[str, Any]] = {
         "site": {"anyOf": [_ref("Frame"), {"type": "null"}]},
         "compiled_frame": STR, "phase": STR, "fatal_under_fullgraph": BOOL,
         "count": {"type": "integer", "minimum": 0}, "detail": STR, "argv": STRS, "time": {"type": "number"},
+        "ranks": {"type": "array", "items": INT}, "pids": {"type": "array", "items": INT},
     }),
     "ProcessInfo": _record("One process of the traced command.", {
         "pid": INT, "rank": INT, "argv": STRS, "events": INT, "ended": STR,
