@@ -42,23 +42,31 @@ fp4_quantize: Callable[..., tuple[torch.Tensor, torch.Tensor]] = reference_fp4_q
 mm_fp4: Callable[..., torch.Tensor] | None = None
 
 
-def bind_quantizer(device: torch.device, prefer_flashinfer: bool = True) -> QuantBinding:
-    """Bind `fp4_quantize` (and the FP4 GEMM) for `device`, the way SGLang binds them at import."""
+def bind_quantizer(device: torch.device, choice: str = "auto") -> QuantBinding:
+    """Bind `fp4_quantize` (and the FP4 GEMM) for `device`, the way SGLang binds them at import.
+
+    choice: auto (FlashInfer on CUDA when importable), flashinfer (also on CPU, e.g. a stand-in
+    package in tests), reference.
+    """
     global fp4_quantize, mm_fp4
     fp4_quantize, mm_fp4 = reference_fp4_quantize, None
     QUANT.__init__()
-    if device.type != "cuda" or not prefer_flashinfer:
-        QUANT.note = "no CUDA: pure-torch reference quantizer, dequantize-then-GEMM"
+    if choice == "reference" or (choice == "auto" and device.type != "cuda"):
+        QUANT.note = "pure-torch reference quantizer, dequantize-then-GEMM"
         return QUANT
     try:
-        import flashinfer  # noqa: F401  (imported lazily: only the GPU path needs it)
-        from flashinfer import fp4_quantize as fi_quantize
+        from flashinfer import fp4_quantize as fi_quantize  # lazily: only this path needs it
     except Exception as exc:  # ImportError, or a CUDA/tvm-ffi load error
+        if choice == "flashinfer":
+            raise
         QUANT.note = f"flashinfer not importable ({type(exc).__name__}: {exc}); reference quantizer"
         return QUANT
     fp4_quantize = fi_quantize
     QUANT.source = "flashinfer"
-    major, _minor = torch.cuda.get_device_capability(device)
+    if device.type != "cuda":
+        QUANT.note = "flashinfer fp4_quantize bound on CPU (stand-in package); dequantize-then-GEMM"
+        return QUANT
+    major, minor = torch.cuda.get_device_capability(device)
     QUANT.kernel_writes_output = major >= 10
     if major >= 10:
         from flashinfer import mm_fp4 as fi_mm_fp4
@@ -67,7 +75,7 @@ def bind_quantizer(device: torch.device, prefer_flashinfer: bool = True) -> Quan
         QUANT.fp4_gemm = "flashinfer-mm_fp4"
     else:
         QUANT.note = (
-            f"sm{major}{_minor}: flashinfer.fp4_quantize is called, but its kernel body is compiled only for "
+            f"sm{major}{minor}: flashinfer.fp4_quantize is called, but its kernel body is compiled only for "
             "__CUDA_ARCH__ >= 1000, so its output is replaced by the reference quantizer's; "
             "GEMM = dequantize then bf16"
         )

@@ -32,6 +32,7 @@ class CaptureOptions:
     experts: int = 16
     size: str = "auto"  # auto | full | tiny
     device: str = "auto"  # auto | cuda | cpu
+    quantizer: str = "auto"  # auto | flashinfer | reference
     fix_module: str = ""  # path of the emitted patch module to import ("" = no fix)
     out: str = "reports/capture"
     timing_iters: int = 10
@@ -100,7 +101,7 @@ def run_rank(rank: int, opts: CaptureOptions) -> dict[str, Any]:
         device = torch.device("cuda", rank % torch.cuda.device_count())
         torch.cuda.set_device(device)
     dtype = DTYPES[opts.dtype]
-    binding = linear.bind_quantizer(device)
+    binding = linear.bind_quantizer(device, opts.quantizer)
     result: dict[str, Any] = {"rank": rank, "device": str(device), "quantizer": asdict(binding),
                               "skipped": [], "breaks": [], "batch_sizes": []}
     if device.type == "cuda":

@@ -1,0 +1,198 @@
+"""`dynacheck capture glm5-nvfp4`: the short GLM-5-NVFP4 capture, with or without the emitted fix.
+
+Exit 0 when every batch size compiled and captured, 1 when a break or a capture failure was seen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import socket
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dynacheck.errors import UserError
+
+TARGETS = ("glm5-nvfp4",)
+REPLAY_TOLERANCE = 2e-2  # max |replay - eager| / max |eager|; bf16 pieces rerun the same kernels
+
+
+@click.command("capture")
+@click.argument("target", type=click.Choice(TARGETS), default="glm5-nvfp4")
+@click.option("--layers", type=click.IntRange(1, 78), default=2, show_default=True,
+              help="Decoder layers (the first min(3, N-1) dense, the rest MoE).")
+@click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel ranks.")
+@click.option("--batch-sizes", default="1,2,4,8", show_default=True, help="Comma-separated sizes to capture.")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True)
+@click.option("--experts", type=click.IntRange(1, 256), default=16, show_default=True,
+              help="Routed experts (GLM-5 has 256; fewer is faster, top-k stays 8).")
+@click.option("--size", type=click.Choice(["auto", "full", "tiny"]), default="auto", show_default=True,
+              help="Layer sizes: full GLM-5 (default on CUDA) or tiny (default on CPU).")
+@click.option("--fix/--no-fix", default=False, help="Emit the patch module from the findings, import it, capture.")
+@click.option("--scan", "scan_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Findings for --fix (a `dynacheck scan --json` file); default: the flagship finding.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="reports/capture", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
+@click.option("--quantizer", type=click.Choice(["auto", "flashinfer", "reference"]), default="auto",
+              show_default=True, help="auto: FlashInfer's fp4_quantize on CUDA when importable.")
+@click.option("--name", default="", help="Summary file name (default capture-fix.json / capture-nofix.json).")
+@click.option("--save-outputs", is_flag=True, hidden=True)
+def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, experts: int, size: str,
+            fix: bool, scan_file: str | None, out_dir: str, device: str, quantizer: str, name: str,
+            save_outputs: bool) -> int:
+    """Compile and capture a few GLM-5-NVFP4 layers the way SGLang's piecewise runner does."""
+    from dynacheck.capture.runner import CaptureOptions
+
+    sizes = _parse_sizes(batch_sizes)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    opts = CaptureOptions(layers=layers, tp=tp, batch_sizes=sizes, dtype=dtype, experts=experts, size=size,
+                          device=device, quantizer=quantizer, out=str(out), save_outputs=save_outputs)
+    fix_info: dict[str, Any] = {"requested": fix}
+    if fix:
+        fix_info.update(_emit_fix(out, scan_file))
+        opts.fix_module = fix_info["module"]
+    summary = {
+        "schema": "dynacheck.capture/1",
+        "target": target,
+        "argv": ["dynacheck", "capture", *sys.argv[sys.argv.index("capture") + 1:]] if "capture" in sys.argv else [],
+        "options": asdict(opts),
+        "fix": fix_info,
+        "recorder": _recorder_note(),
+        "versions": _versions(),
+        "ranks": _run(opts),
+    }
+    summary["verdict"] = verdict(summary["ranks"])
+    path = out / (name or f"capture-{'fix' if fix else 'nofix'}.json")
+    path.write_text(json.dumps(summary, indent=1, default=str))
+    _print(summary, path)
+    return 0 if summary["verdict"]["captured_all"] else 1
+
+
+def _parse_sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise UserError(f"--batch-sizes must be comma-separated integers, got {text!r}.", "Example: 1,2,4,8") from None
+    if not sizes or min(sizes) < 1:
+        raise UserError("--batch-sizes needs at least one size of 1 or more.", "Example: 1,2,4,8")
+    return sizes
+
+
+def _emit_fix(out: Path, scan_file: str | None) -> dict[str, Any]:
+    from dynacheck.fixes.emit import chosen_fixes, emit_patch
+
+    if scan_file:
+        from dynacheck.model import ScanResult
+
+        try:
+            findings = ScanResult.from_dict(json.loads(Path(scan_file).read_text())).findings
+        except (ValueError, KeyError, TypeError) as exc:
+            raise UserError(f"{scan_file} is not a dynacheck scan JSON file ({exc}).") from None
+        source = scan_file
+    else:
+        from dynacheck.capture.flagship import flagship_findings
+
+        findings, source = flagship_findings(), "built-in flagship finding"
+    module = out / "dynacheck_fixes.py"
+    module.write_text(emit_patch(findings))
+    return {"module": str(module), "findings_from": source,
+            "fixes": [f"{fx.kind} at {fx.at}" for fx, _ in chosen_fixes(findings)]}
+
+
+def _run(opts: Any) -> list[dict[str, Any]]:
+    from dynacheck.capture.runner import run_rank, tp_worker
+
+    if opts.tp == 1:
+        return [run_rank(0, opts)]
+    import torch
+    import torch.multiprocessing as mp
+
+    if opts.device != "cpu" and torch.cuda.is_available() and torch.cuda.device_count() < opts.tp:
+        raise UserError(f"--tp {opts.tp} needs {opts.tp} GPUs; this machine has {torch.cuda.device_count()}.")
+    for stale in Path(opts.out).glob("rank*.json"):
+        stale.unlink()
+    mp.spawn(tp_worker, args=(opts, _free_port()), nprocs=opts.tp, join=True)
+    ranks = []
+    for r in range(opts.tp):
+        f = Path(opts.out, f"rank{r}.json")
+        ranks.append(json.loads(f.read_text()) if f.exists() else {"rank": r, "error": "rank wrote no result"})
+    return ranks
+
+
+def verdict(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge ranks: every size captured (or compiled, on CPU)? which breaks, on which ranks? worst replay error."""
+    entries = [e for r in ranks for e in r.get("batch_sizes", [])]
+    breaks: dict[tuple, dict[str, Any]] = {}
+    for r in ranks:
+        for ev in r.get("breaks", []):
+            site = ev.get("site") or {}
+            key = (ev.get("gb_id"), site.get("function"), site.get("line"))
+            merged = breaks.setdefault(key, {"gb_id": ev.get("gb_id"), "gb_type": ev.get("gb_type"),
+                                             "site": site, "fatal_under_fullgraph": ev.get("fatal_under_fullgraph"),
+                                             "innermost": ev.get("detail"), "ranks": []})
+            merged["ranks"].append(r.get("rank"))
+    errors = [e.get("replay", {}).get("max_rel") for e in entries if e.get("replay")]
+    worst = max(errors) if errors else None
+    ok = bool(entries) and not any(r.get("error") for r in ranks) and all(
+        e.get("compiled") and e.get("captured") is not False for e in entries)
+    return {"captured_all": ok, "fatal_break": any(b["fatal_under_fullgraph"] for b in breaks.values()),
+            "breaks": list(breaks.values()), "max_replay_rel": worst, "tolerance": REPLAY_TOLERANCE,
+            "replay_matches": worst is not None and worst <= REPLAY_TOLERANCE,
+            "rank_errors": [r["error"] for r in ranks if r.get("error")]}
+
+
+def _recorder_note() -> dict[str, Any]:
+    """Whether the dynamic recorder ran; this command does not re-exec itself under it yet."""
+    try:
+        launch = importlib.import_module("dynacheck.dynamic.launch")
+    except ImportError:
+        return {"used": False, "note": "dynacheck.dynamic.launch is not installed; breaks come from Dynamo's "
+                                       "exception (real_stack), not from the recorder"}
+    active = bool(os.environ.get("DYNACHECK_TRACE_DIR") or os.environ.get("DYNACHECK_RECORDER"))
+    return {"used": active, "launch_api": sorted(n for n in dir(launch) if not n.startswith("_")),
+            "note": "run `dynacheck trace -- dynacheck capture ...` to record every rank" if not active else ""}
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {}
+    for dist in ("torch", "flashinfer-python", "apache-tvm-ffi", "transformers"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = ""
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _print(summary: dict[str, Any], path: Path) -> None:
+    v = summary["verdict"]
+    for r in summary["ranks"]:
+        if r.get("error"):
+            click.echo(f"rank {r.get('rank')}: error {r['error']}")
+        for e in r.get("batch_sizes", []):
+            state = "captured" if e.get("captured") else ("compiled (no CUDA graphs)" if e.get("compiled") else
+                                                          f"FAILED {e.get('error_type', '')} {e.get('gb_id', '')}")
+            err = e.get("replay", {}).get("max_rel")
+            click.echo(f"rank {r['rank']} batch {e['batch_size']:>3}: {state}"
+                       + (f", replay vs eager max rel {err:.2e}" if err is not None else ""))
+        for s in r.get("skipped", []):
+            click.echo(f"rank {r['rank']} skipped: {s}")
+    for b in v["breaks"]:
+        site = b["site"] or {}
+        click.echo(f"break {b['gb_id']} ({b['gb_type']}) at {site.get('function')} "
+                   f"{site.get('file')}:{site.get('line')} ranks {b['ranks']}"
+                   + (" — fatal under fullgraph" if b["fatal_under_fullgraph"] else ""))
+    click.echo(f"summary: {path}")
