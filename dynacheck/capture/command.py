@@ -135,7 +135,8 @@ def verdict(ranks: list[dict[str, Any]]) -> dict[str, Any]:
             key = (ev.get("gb_id"), site.get("function"), site.get("line"))
             merged = breaks.setdefault(key, {"gb_id": ev.get("gb_id"), "gb_type": ev.get("gb_type"),
                                              "site": site, "fatal_under_fullgraph": ev.get("fatal_under_fullgraph"),
-                                             "innermost": ev.get("detail"), "ranks": []})
+                                             "innermost": ev.get("detail"), "ranks": [],
+                                             "chain": _user_chain(ev)})
             merged["ranks"].append(r.get("rank"))
     errors = [e.get("replay", {}).get("max_rel") for e in entries if e.get("replay")]
     worst = max(errors) if errors else None
@@ -145,6 +146,11 @@ def verdict(ranks: list[dict[str, Any]]) -> dict[str, Any]:
             "breaks": list(breaks.values()), "max_replay_rel": worst, "tolerance": REPLAY_TOLERANCE,
             "replay_matches": worst is not None and worst <= REPLAY_TOLERANCE,
             "rank_errors": [r["error"] for r in ranks if r.get("error")]}
+
+
+def _user_chain(ev: dict[str, Any]) -> list[str]:
+    """The traced frames from the compiled forward down to the break, as `function (file:line)`."""
+    return [f"{f['function']} ({Path(f['file']).name}:{f['line']})" for f in ev.get("user_stack", [])]
 
 
 def _recorder_note() -> dict[str, Any]:

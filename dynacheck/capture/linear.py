@@ -8,7 +8,7 @@ reference. A fix module rebinds this global like any other holder of the origina
 FlashInfer 0.6.3 compiles its quantize kernel body only for `__CUDA_ARCH__ >= 1000`
 (`quantization.cuh`): on sm90 the call launches an empty kernel and returns uninitialised buffers.
 There the call is still made (it is the path under test) and its values are replaced by the
-reference quantizer's, so the model's numbers stay meaningful; `QUANT.kernel_writes_output` says so.
+reference quantizer's (through a `torch.where` on a False flag, so the launch stays in the graph), so the model's numbers stay meaningful; `QUANT.kernel_writes_output` says so.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ class Nvfp4Linear(nn.Module):
         # Dequantized copy for GPUs without an FP4 GEMM (sm90) and for CPU: computed once at load.
         w_deq = nvfp4.dequantize(packed, sf_linear, weight_gs, swizzled=False, dtype=out_dtype)
         self.register_buffer("weight_dequant", w_deq)
+        self.register_buffer("kernel_valid", torch.tensor(False, device=weight.device))
         self.set_input_amax(input_amax)
 
     def set_input_amax(self, amax: float) -> None:
@@ -117,7 +118,12 @@ class Nvfp4Linear(nn.Module):
         x2 = x.reshape(-1, self.in_features)
         x_fp4, x_sf = fp4_quantize(x2, self.input_scale_inv)
         if not QUANT.kernel_writes_output:
-            x_fp4, x_sf = reference_fp4_quantize(x2, self.input_scale_inv)
+            # Keep the kernel's outputs in the graph (a pure op whose results go unused would be
+            # dead-code-eliminated, and the CUDA graph would not hold the FlashInfer launch), but
+            # select the reference values: `kernel_valid` is False wherever this branch runs.
+            ref_fp4, ref_sf = reference_fp4_quantize(x2, self.input_scale_inv)
+            x_fp4 = torch.where(self.kernel_valid, x_fp4, ref_fp4)
+            x_sf = torch.where(self.kernel_valid, x_sf, ref_sf)
         if mm_fp4 is not None:
             out = mm_fp4(
                 x_fp4, self.weight.T, x_sf, self.weight_scale_interleaved.T, self.alpha, self.out_dtype

@@ -23,6 +23,7 @@ class Split:
     module: fx.GraphModule
     pieces: list[str]
     attention: list[str]
+    custom_ops: dict[str, int] = field(default_factory=dict)  # non-aten ops in the traced graph, by name
 
 
 def split_at_attention(gm: fx.GraphModule) -> Split:
@@ -42,7 +43,18 @@ def split_at_attention(gm: fx.GraphModule) -> Split:
     names = [n.target for n in split.graph.nodes if n.op == "call_module"]
     attention = [n for n in names if int(n.rsplit("_", 1)[1]) % 2 == 1]
     pieces = [n for n in names if n not in attention]
-    return Split(split, pieces, attention)
+    return Split(split, pieces, attention, custom_ops(gm))
+
+
+def custom_ops(gm: fx.GraphModule) -> dict[str, int]:
+    """How often each non-aten op (custom ops such as dynacheck::fp4_quantize) appears in the graph."""
+    counts: dict[str, int] = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            name = node.target.name()
+            if name.split("::")[0] not in ("aten", "prims"):
+                counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 @dataclass

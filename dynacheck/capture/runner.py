@@ -109,7 +109,8 @@ def run_rank(rank: int, opts: CaptureOptions) -> dict[str, Any]:
         result["compute_capability"] = "%d.%d" % torch.cuda.get_device_capability(device)
     else:
         result["skipped"].append("CUDA graph capture and replay: no CUDA device (pieces run eagerly)")
-        result["skipped"].append("FlashInfer fp4_quantize and FP4 GEMM: no CUDA device (reference quantizer)")
+        if binding.source != "flashinfer":
+            result["skipped"].append("FlashInfer fp4_quantize and FP4 GEMM: no CUDA device (reference quantizer)")
     if opts.fix_module:
         result["fix"] = load_fix(opts.fix_module)
     cfg, size = config_for(opts, device)
@@ -156,6 +157,7 @@ def run_rank(rank: int, opts: CaptureOptions) -> dict[str, Any]:
             entry["compiled"] = True
             split = state.splits[-1]
             entry["pieces"], entry["attention_ops"] = len(split.pieces), len(split.attention)
+            entry["custom_ops"] = split.custom_ops
             if device.type == "cuda":
                 _capture(compiled, x, positions[b], ref, state, entry, device)
             else:
