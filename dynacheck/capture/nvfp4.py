@@ -44,9 +44,11 @@ def e2m1_codes(v: torch.Tensor) -> torch.Tensor:
 
 
 def e2m1_values(codes: torch.Tensor) -> torch.Tensor:
-    """Float32 values of 4-bit E2M1 codes."""
-    table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=codes.device)
-    mag = table[(codes & 7).long()]
+    """Float32 values of 4-bit E2M1 codes, by arithmetic (a table would be a host-to-device copy,
+    which is not allowed while a CUDA graph is being captured)."""
+    exp = ((codes >> 1) & 3).float()
+    man = (codes & 1).float()
+    mag = torch.where(exp > 0, torch.exp2(exp - 1) * (1 + man * 0.5), man * 0.5)
     return torch.where((codes & 8) != 0, -mag, mag)
 
 
