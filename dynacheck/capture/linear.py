@@ -85,13 +85,15 @@ def bind_quantizer(device: torch.device, choice: str = "auto") -> QuantBinding:
 class Nvfp4Linear(nn.Module):
     """y = x W^T with W in NVFP4 (packed e2m1, swizzled e4m3 block scales, global scale), as SGLang stores it."""
 
-    def __init__(self, weight: torch.Tensor, input_amax: float = 8.0, out_dtype: torch.dtype = torch.bfloat16):
+    def __init__(self, weight: torch.Tensor, input_amax: float = 8.0, out_dtype: torch.dtype = torch.bfloat16,
+                 weight_amax: torch.Tensor | None = None):
         super().__init__()
         n, k = weight.shape
         if k % nvfp4.BLOCK:
             raise ValueError(f"in_features must be a multiple of 16, got {k}")
         self.in_features, self.out_features, self.out_dtype = k, n, out_dtype
-        w_amax = weight.float().abs().amax()
+        # A checkpoint's weight_scale_2 belongs to the whole tensor: TP shards pass the full amax.
+        w_amax = weight.float().abs().amax() if weight_amax is None else weight_amax.float()
         weight_gs = nvfp4.global_scale_for(w_amax).to(weight.device)
         packed, sf_linear = nvfp4.quantize(weight, weight_gs, swizzled=False)
         self.register_buffer("weight", packed, persistent=True)  # (n, k/2) uint8
@@ -168,7 +170,8 @@ class RowParallel(nn.Module):
     def __init__(self, full_weight: torch.Tensor, shard: Shard, out_dtype: torch.dtype):
         super().__init__()
         self.shard = shard
-        self.linear = Nvfp4Linear(shard.cols(full_weight).contiguous(), out_dtype=out_dtype)
+        self.linear = Nvfp4Linear(shard.cols(full_weight).contiguous(), out_dtype=out_dtype,
+                                  weight_amax=full_weight.abs().amax())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return all_reduce(self.linear(x), self.shard)
@@ -191,7 +194,21 @@ def calibrate(model: nn.Module, run: Callable[[], object], margin: float = 1.0) 
     finally:
         for h in hooks:
             h.remove()
+    seen = _max_over_ranks(seen)
     for name, mod in model.named_modules():
         if isinstance(mod, Nvfp4Linear) and name in seen:
             mod.set_input_amax(max(seen[name] * margin, 1e-4))
     return seen
+
+
+def _max_over_ranks(seen: dict[str, float]) -> dict[str, float]:
+    """A checkpoint's input_scale is one number for the whole layer: every TP rank uses the max."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1 or not seen:
+        return seen
+    names = sorted(seen)
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([seen[n] for n in names], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return dict(zip(names, t.tolist()))

@@ -98,11 +98,12 @@ class MlaAttention(nn.Module):
         qk = cfg.qk_nope + cfg.qk_rope
         self.q_a_proj = Nvfp4Linear(make(cfg.q_lora, cfg.hidden), out_dtype=dt)
         self.q_a_layernorm = RMSNorm(cfg.q_lora, cfg.rms_eps, dt, dev)
-        self.q_b_proj = Nvfp4Linear(shard.rows(make(cfg.heads * qk, cfg.q_lora)).contiguous(), out_dtype=dt)
+        q_b = make(cfg.heads * qk, cfg.q_lora)
+        self.q_b_proj = Nvfp4Linear(shard.rows(q_b).contiguous(), out_dtype=dt, weight_amax=q_b.abs().amax())
         self.kv_a_proj_with_mqa = Nvfp4Linear(make(cfg.kv_lora + cfg.qk_rope, cfg.hidden), out_dtype=dt)
         self.kv_a_layernorm = RMSNorm(cfg.kv_lora, cfg.rms_eps, dt, dev)
         kv_b = make(cfg.heads * (cfg.qk_nope + cfg.v_head), cfg.kv_lora)
-        self.kv_b_proj = Nvfp4Linear(shard.rows(kv_b).contiguous(), out_dtype=dt)
+        self.kv_b_proj = Nvfp4Linear(shard.rows(kv_b).contiguous(), out_dtype=dt, weight_amax=kv_b.abs().amax())
         self.o_proj = RowParallel(make(cfg.hidden, cfg.heads * cfg.v_head), shard, dt)
         self.scale = qk**-0.5
 
@@ -126,11 +127,12 @@ class Mlp(nn.Module):
 
     def __init__(self, hidden: int, inter: int, shard: Shard, make: WeightMaker, reduce: bool = True):
         super().__init__()
-        gate, up = make(inter, hidden), make(inter, hidden)
+        gate, up, down = make(inter, hidden), make(inter, hidden), make(hidden, inter)
         gate_up = torch.cat((shard.rows(gate), shard.rows(up)), dim=0).contiguous()
-        self.gate_up_proj = Nvfp4Linear(gate_up, out_dtype=make.dtype)
-        down = shard.cols(make(hidden, inter)).contiguous()
-        self.down_proj = Nvfp4Linear(down, out_dtype=make.dtype)
+        amax = torch.maximum(gate.abs().amax(), up.abs().amax())  # merged gate_up: one global scale
+        self.gate_up_proj = Nvfp4Linear(gate_up, out_dtype=make.dtype, weight_amax=amax)
+        self.down_proj = Nvfp4Linear(shard.cols(down).contiguous(), out_dtype=make.dtype,
+                                     weight_amax=down.abs().amax())
         self.shard, self.reduce = shard, reduce
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
