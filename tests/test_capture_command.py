@@ -1,0 +1,79 @@
+"""`dynacheck capture glm5-nvfp4` on CPU: the JSON summary, the flagship break through a stand-in
+flashinfer with FlashInfer's call structure, and the same run with `--fix`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[1]
+STUB = ROOT / "tests" / "fixtures" / "capture" / "stub_flashinfer"
+
+
+def _capture(tmp_path: Path, *extra: str) -> tuple[int, dict]:
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{STUB}", PYTHONWARNINGS="ignore")
+    res = subprocess.run([sys.executable, "-m", "dynacheck", "capture", "glm5-nvfp4", "--device", "cpu",
+                          "--dtype", "fp32", "--batch-sizes", "2,1", "--out", str(tmp_path), *extra],
+                         capture_output=True, text=True, timeout=600, env=env)
+    name = "capture-fix.json" if "--fix" in extra else "capture-nofix.json"
+    assert (tmp_path / name).exists(), res.stderr[-3000:]
+    return res.returncode, json.loads((tmp_path / name).read_text())
+
+
+def test_reference_quantizer_run_compiles_every_size_and_says_what_was_skipped(tmp_path):
+    from dynacheck.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["capture", "glm5-nvfp4", "--device", "cpu", "--dtype", "fp32", "--batch-sizes", "1,3",
+              "--out", str(tmp_path)])
+    assert exc.value.code == 0
+    summary = json.loads((tmp_path / "capture-nofix.json").read_text())
+    (rank,) = summary["ranks"]
+    assert [e["batch_size"] for e in rank["batch_sizes"]] == [3, 1]
+    for entry in rank["batch_sizes"]:
+        assert entry["compiled"] and entry["captured"] is None  # no CUDA graphs on CPU
+        assert entry["pieces"] == entry["attention_ops"] + 1 == 3
+        assert entry["replay"]["max_rel"] <= summary["verdict"]["tolerance"]
+    assert any("CUDA graph" in s for s in rank["skipped"])
+    assert rank["quantizer"]["source"] == "reference" and rank["size"] == "tiny"
+    assert summary["verdict"]["captured_all"] and not summary["verdict"]["breaks"]
+
+
+@pytest.mark.slow
+def test_flagship_break_without_fix_and_capture_with_fix(tmp_path):
+    code, before = _capture(tmp_path, "--quantizer", "flashinfer")
+    assert code == 1
+    verdict = before["verdict"]
+    assert not verdict["captured_all"] and verdict["fatal_break"]
+    (brk,) = verdict["breaks"]
+    assert brk["gb_id"] == "GB0007" and brk["gb_type"] == "Attempted to call function marked as skipped"
+    assert brk["site"]["function"] == "flashinfer.jit.cpp_ext.get_cuda_version"
+    chain = [c.split(" ")[0] for c in brk["chain"]]
+    assert chain[0] == "forward" and "apply" not in chain  # our NVFP4 linear calls fp4_quantize directly
+    assert chain.index("fp4_quantize") < chain.index("get_cuda_version") < len(chain) - 1
+    assert "threading.Lock()" in brk["innermost"]
+    assert all(e["compiled"] is False and e["gb_id"] == "GB0007" for e in before["ranks"][0]["batch_sizes"])
+
+    code, after = _capture(tmp_path, "--quantizer", "flashinfer", "--fix")
+    assert code == 0, after["verdict"]
+    assert after["fix"]["fixes"] == ["custom_op at flashinfer.fp4_quantization.fp4_quantize"]
+    assert after["verdict"]["captured_all"] and not after["verdict"]["breaks"]
+    for entry in after["ranks"][0]["batch_sizes"]:
+        # 22 NVFP4 linears in the tiny 2-layer model, each quantizes through the custom op
+        assert entry["custom_ops"]["dynacheck::fp4_quantize"] == 22
+        assert entry["replay"]["max_rel"] == 0.0
+
+
+def test_bad_batch_sizes_is_a_user_error():
+    from dynacheck.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["capture", "glm5-nvfp4", "--batch-sizes", "1,x"])
+    assert exc.value.code == 2
