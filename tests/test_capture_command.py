@@ -77,3 +77,40 @@ def test_bad_batch_sizes_is_a_user_error():
     with pytest.raises(SystemExit) as exc:
         main(["capture", "glm5-nvfp4", "--batch-sizes", "1,x"])
     assert exc.value.code == 2
+
+
+def test_capture_reruns_itself_under_the_recorder_and_merges_its_trace(tmp_path, monkeypatch):
+    """With dynacheck.dynamic installed, the command re-executes itself through `launch.run_traced`
+    (every rank inherits the recorder) and folds `merge.load_trace`'s events into the summary."""
+    import types
+
+    from dynacheck.cli import main
+    from dynacheck.model import Event, Frame, ProcessInfo, TraceResult
+
+    seen = {}
+
+    def run_traced(command, out_dir, collect_all=False):
+        seen["command"] = command
+        env = dict(os.environ, DYNACHECK_TRACE_DIR=str(out_dir), PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
+        return subprocess.run(command, env=env, capture_output=True, timeout=600).returncode
+
+    def load_trace(trace_dir):
+        ev = Event(kind="fullgraph_error", pid=1, rank=0, gb_id="GB0007",
+                   site=Frame(file="cpp_ext.py", line=69, function="flashinfer.jit.cpp_ext.get_cuda_version"),
+                   fatal_under_fullgraph=True)
+        return TraceResult(command=(), processes=(ProcessInfo(pid=1, rank=0),), events=(ev,))
+
+    pkg = types.ModuleType("dynacheck.dynamic")
+    pkg.__path__ = []
+    monkeypatch.setitem(sys.modules, "dynacheck.dynamic", pkg)
+    monkeypatch.setitem(sys.modules, "dynacheck.dynamic.launch", types.SimpleNamespace(run_traced=run_traced))
+    monkeypatch.setitem(sys.modules, "dynacheck.dynamic.merge", types.SimpleNamespace(load_trace=load_trace))
+    with pytest.raises(SystemExit) as exc:
+        main(["capture", "glm5-nvfp4", "--device", "cpu", "--dtype", "fp32", "--batch-sizes", "1",
+              "--out", str(tmp_path)])
+    assert exc.value.code == 0
+    assert seen["command"][-1] == "--no-recorder" and seen["command"][1:4] == ["-m", "dynacheck", "capture"]
+    summary = json.loads((tmp_path / "capture-nofix.json").read_text())
+    assert summary["recorder"]["used"] is True and summary["recorder"]["ranks"] == [0]
+    assert summary["verdict"]["recorded_breaks"][0]["gb_id"] == "GB0007"
+    assert summary["verdict"]["captured_all"]  # the child's own result is kept

@@ -41,16 +41,30 @@ REPLAY_TOLERANCE = 2e-2  # max |replay - eager| / max |eager|; bf16 pieces rerun
 @click.option("--quantizer", type=click.Choice(["auto", "flashinfer", "reference"]), default="auto",
               show_default=True, help="auto: FlashInfer's fp4_quantize on CUDA when importable.")
 @click.option("--name", default="", help="Summary file name (default capture-fix.json / capture-nofix.json).")
+@click.option("--recorder/--no-recorder", default=True, show_default=True,
+              help="Re-run the capture under dynacheck's Dynamo recorder (every rank) when it is installed.")
 @click.option("--save-outputs", is_flag=True, hidden=True)
 def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, experts: int, size: str,
             fix: bool, scan_file: str | None, out_dir: str, device: str, quantizer: str, name: str,
-            save_outputs: bool) -> int:
+            recorder: bool, save_outputs: bool) -> int:
     """Compile and capture a few GLM-5-NVFP4 layers the way SGLang's piecewise runner does."""
     from dynacheck.capture.runner import CaptureOptions
 
     sizes = _parse_sizes(batch_sizes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    name = name or f"capture-{'fix' if fix else 'nofix'}.json"
+    if recorder and not os.environ.get(ENV_TRACE_DIR):
+        launch = _launch_module()
+        if launch is not None:
+            args = [target, "--layers", str(layers), "--tp", str(tp), "--batch-sizes", batch_sizes, "--dtype", dtype,
+                    "--experts", str(experts), "--size", size, "--fix" if fix else "--no-fix", "--out", out_dir,
+                    "--device", device, "--quantizer", quantizer, "--name", name, "--no-recorder"]
+            args += ["--scan", scan_file] if scan_file else []
+            args += ["--save-outputs"] if save_outputs else []
+            code = _under_recorder(launch, args, out, name)
+            if code is not None:
+                return code
     opts = CaptureOptions(layers=layers, tp=tp, batch_sizes=sizes, dtype=dtype, experts=experts, size=size,
                           device=device, quantizer=quantizer, out=str(out), save_outputs=save_outputs)
     fix_info: dict[str, Any] = {"requested": fix}
@@ -68,10 +82,55 @@ def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, exp
         "ranks": _run(opts),
     }
     summary["verdict"] = verdict(summary["ranks"])
-    path = out / (name or f"capture-{'fix' if fix else 'nofix'}.json")
+    path = out / name
     path.write_text(json.dumps(summary, indent=1, default=str))
     _print(summary, path)
     return 0 if summary["verdict"]["captured_all"] else 1
+
+
+ENV_TRACE_DIR = "DYNACHECK_TRACE_DIR"  # set by `dynacheck trace` in every process it starts
+
+
+def _launch_module() -> Any:
+    try:
+        return importlib.import_module("dynacheck.dynamic.launch")
+    except ImportError:
+        return None
+
+
+def _under_recorder(launch: Any, args: list[str], out: Path, name: str) -> int | None:
+    """Run this capture again as a child under the recorder; fold the merged per-rank trace into the
+    summary. None when the child wrote no summary (the caller then runs without the recorder)."""
+    summary_path = out / name
+    summary_path.unlink(missing_ok=True)
+    trace_dir = out / f"trace-{Path(name).stem}"
+    code = launch.run_traced([sys.executable, "-m", "dynacheck", "capture", *args], trace_dir)
+    if not summary_path.exists():
+        click.echo(f"capture under the recorder wrote no summary (exit {code}); running without the recorder")
+        return None
+    summary = json.loads(summary_path.read_text())
+    try:
+        from dynacheck.dynamic.merge import load_trace
+
+        trace = load_trace(trace_dir)
+    except Exception as exc:  # a recorder problem must not hide the capture's own result
+        summary["recorder"] = {"used": True, "trace_dir": str(trace_dir), "error": f"{type(exc).__name__}: {exc}"}
+    else:
+        summary["recorder"] = {
+            "used": True, "trace_dir": str(trace_dir),
+            "ranks": sorted({p.rank for p in trace.processes}),
+            "processes": [p.to_dict() for p in trace.processes],
+            "events": [e.to_dict() for e in trace.events],
+        }
+        summary["verdict"]["recorded_breaks"] = [
+            {"kind": e.kind, "gb_id": e.gb_id, "site": e.site.to_dict() if e.site else None, "rank": e.rank,
+             "count": e.count, "fatal_under_fullgraph": e.fatal_under_fullgraph}
+            for e in trace.events if e.gb_id or e.kind in ("graph_break", "fullgraph_error", "frame_skip")
+        ]
+    summary_path.write_text(json.dumps(summary, indent=1, default=str))
+    click.echo(f"recorder: {len(summary['recorder'].get('events', []))} event(s) from "
+               f"{len(summary['recorder'].get('processes', []))} process(es) in {trace_dir}")
+    return code
 
 
 def _parse_sizes(text: str) -> tuple[int, ...]:
@@ -154,15 +213,13 @@ def _user_chain(ev: dict[str, Any]) -> list[str]:
 
 
 def _recorder_note() -> dict[str, Any]:
-    """Whether the dynamic recorder ran; this command does not re-exec itself under it yet."""
-    try:
-        launch = importlib.import_module("dynacheck.dynamic.launch")
-    except ImportError:
-        return {"used": False, "note": "dynacheck.dynamic.launch is not installed; breaks come from Dynamo's "
-                                       "exception (real_stack), not from the recorder"}
-    active = bool(os.environ.get("DYNACHECK_TRACE_DIR") or os.environ.get("DYNACHECK_RECORDER"))
-    return {"used": active, "launch_api": sorted(n for n in dir(launch) if not n.startswith("_")),
-            "note": "run `dynacheck trace -- dynacheck capture ...` to record every rank" if not active else ""}
+    """Whether this process runs under the recorder (the parent fills in the merged trace afterwards)."""
+    if os.environ.get(ENV_TRACE_DIR):
+        return {"used": True, "trace_dir": os.environ[ENV_TRACE_DIR]}
+    if _launch_module() is None:
+        return {"used": False, "note": "dynacheck.dynamic is not installed; breaks come from Dynamo's exception "
+                                       "(real_stack), not from the recorder"}
+    return {"used": False, "note": "--no-recorder"}
 
 
 def _versions() -> dict[str, str]:
