@@ -19,7 +19,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
 # SGLang images set CUDA_HOME; without it flashinfer's get_cuda_path() runs `which nvcc` first (a second
 # subprocess hazard on the same chain) and the innermost user frame becomes get_cuda_path.
-export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
+if [ -z "${CUDA_HOME:-}" ]; then
+  if command -v nvcc >/dev/null; then CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")"); else CUDA_HOME=/usr/local/cuda; fi
+fi
+export CUDA_HOME
 NGPU=$(python3 -c "import torch; print(torch.cuda.device_count())")
 log "GPUs: $NGPU; CUDA_HOME=$CUDA_HOME"
 nvidia-smi -L

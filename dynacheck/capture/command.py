@@ -29,8 +29,8 @@ REPLAY_TOLERANCE = 2e-2  # max |replay - eager| / max |eager|; bf16 pieces rerun
 @click.option("--tp", type=click.IntRange(1, 8), default=1, show_default=True, help="Tensor-parallel ranks.")
 @click.option("--batch-sizes", default="1,2,4,8", show_default=True, help="Comma-separated sizes to capture.")
 @click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp32"]), default="bf16", show_default=True)
-@click.option("--experts", type=click.IntRange(1, 256), default=16, show_default=True,
-              help="Routed experts (GLM-5 has 256; fewer is faster, top-k stays 8).")
+@click.option("--experts", type=click.IntRange(1, 256), default=None,
+              help="Routed experts (GLM-5 has 256; default 16 at full size, 4 at tiny size; top-k stays 8).")
 @click.option("--size", type=click.Choice(["auto", "full", "tiny"]), default="auto", show_default=True,
               help="Layer sizes: full GLM-5 (default on CUDA) or tiny (default on CPU).")
 @click.option("--fix/--no-fix", default=False, help="Emit the patch module from the findings, import it, capture.")
@@ -44,7 +44,7 @@ REPLAY_TOLERANCE = 2e-2  # max |replay - eager| / max |eager|; bf16 pieces rerun
 @click.option("--recorder/--no-recorder", default=True, show_default=True,
               help="Re-run the capture under dynacheck's Dynamo recorder (every rank) when it is installed.")
 @click.option("--save-outputs", is_flag=True, hidden=True)
-def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, experts: int, size: str,
+def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, experts: int | None, size: str,
             fix: bool, scan_file: str | None, out_dir: str, device: str, quantizer: str, name: str,
             recorder: bool, save_outputs: bool) -> int:
     """Compile and capture a few GLM-5-NVFP4 layers the way SGLang's piecewise runner does."""
@@ -58,8 +58,9 @@ def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, exp
         launch = _launch_module()
         if launch is not None:
             args = [target, "--layers", str(layers), "--tp", str(tp), "--batch-sizes", batch_sizes, "--dtype", dtype,
-                    "--experts", str(experts), "--size", size, "--fix" if fix else "--no-fix", "--out", out_dir,
+                    "--size", size, "--fix" if fix else "--no-fix", "--out", out_dir,
                     "--device", device, "--quantizer", quantizer, "--name", name, "--no-recorder"]
+            args += ["--experts", str(experts)] if experts else []
             args += ["--scan", scan_file] if scan_file else []
             args += ["--save-outputs"] if save_outputs else []
             code = _under_recorder(launch, args, out, name)

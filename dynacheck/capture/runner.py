@@ -29,7 +29,7 @@ class CaptureOptions:
     tp: int = 1
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8)
     dtype: str = "bf16"
-    experts: int = 16
+    experts: int | None = None  # None: 16 at full size, 4 at tiny size
     size: str = "auto"  # auto | full | tiny
     device: str = "auto"  # auto | cuda | cpu
     quantizer: str = "auto"  # auto | flashinfer | reference
@@ -54,7 +54,7 @@ def resolve_device(choice: str) -> torch.device:
 def config_for(opts: CaptureOptions, device: torch.device) -> tuple[Glm5Config, str]:
     size = opts.size if opts.size != "auto" else ("full" if device.type == "cuda" else "tiny")
     base = Glm5Config() if size == "full" else Glm5Config.tiny()
-    experts = min(opts.experts, base.experts) if size == "tiny" else opts.experts
+    experts = opts.experts or (16 if size == "full" else base.experts)
     cfg = Glm5Config(**{**asdict(base), "layers": opts.layers, "experts": experts,
                         "top_k": min(base.top_k, experts)})
     return cfg, size
