@@ -191,3 +191,44 @@ def test_fix_command_rejects_a_file_that_is_not_a_scan(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["fix", "--emit", str(tmp_path / "p.py"), "--scan", str(path)])
     assert exc.value.code == 2
+
+
+def test_only_the_first_sound_fix_is_applied_and_manual_ones_are_listed():
+    finding = _finding(Fix(kind="remove", at="dc_lib.log", summary="Delete the logging call."),
+                       Fix(kind="hoist", at="dc_lib.log", summary=""))
+    assert chosen_fixes([finding]) == []
+    src = emit_patch([finding])
+    assert "To do by hand" in src and "remove at dc_lib.log: Delete the logging call." in src
+    assert "_fix_1" not in src
+
+
+def test_patch_never_breaks_start_up(monkeypatch):
+    """Arguments, class methods, nested functions and raising probes are reported, not raised."""
+    lib = types.ModuleType("dc_lib2")
+
+    class Spec:
+        def build(self):
+            return 1
+
+    def needs_arg(path):
+        return path
+
+    def broken():
+        raise RuntimeError("no sm100 here")
+
+    lib.Spec, lib.needs_arg, lib.broken = Spec, needs_arg, broken
+    monkeypatch.setitem(sys.modules, "dc_lib2", lib)
+    fixes = [Fix(kind="hoist", at=a, summary="") for a in (
+        "dc_lib2.needs_arg", "dc_lib2.Spec.build", "dc_lib2.broken", "dc_lib2.make.<locals>.inner", "nolib.x.y")]
+    fixes.append(Fix(kind="assume_constant_result", at="dc_lib2.Spec.build", summary=""))
+    ns: dict = {"__name__": "patch"}
+    exec(compile(emit_patch([_finding(f) for f in fixes]), "p.py", "exec"), ns)
+    applied = ns["APPLIED"]
+    assert "manual (takes arguments: compute it at model load yourself): hoist dc_lib2.needs_arg" in applied
+    assert "manual (takes arguments: compute it at model load yourself): hoist dc_lib2.Spec.build" in applied
+    assert "failed (RuntimeError: no sm100 here): hoist at dc_lib2.broken" in applied
+    assert any(a.startswith("manual (a nested function") for a in applied)
+    assert "skipped (not importable here): nolib.x.y" in applied
+    assert "assume_constant_result: dc_lib2.Spec.build" in applied
+    assert getattr(Spec.build, "_dynamo_marked_constant", False) is True
+    assert lib.needs_arg is needs_arg  # untouched

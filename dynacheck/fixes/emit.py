@@ -29,29 +29,62 @@ from typing import Optional, Tuple
 
 import torch
 
-APPLIED = []  # "what: where" lines, one per rebinding or wrapper
+APPLIED = []  # "what: where" lines, one per rebinding or wrapper; "manual"/"failed"/"skipped" lines too
 
 
-def _rebind(original, replacement, label):
-    """Point every module global that holds `original` at `replacement`."""
+def _rebind(original, replacement, label, owner=None, attr=None):
+    """Point every module global (and the owning class attribute) that holds `original` at `replacement`."""
+    if isinstance(owner, type) and attr:
+        setattr(owner, attr, replacement)
+        APPLIED.append(f"{{label}}: {{owner.__module__}}.{{owner.__qualname__}}.{{attr}}")
     for name, module in list(sys.modules.items()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
-        for attr, value in list(namespace.items()):
+        for key, value in list(namespace.items()):
             if value is original:
-                setattr(module, attr, replacement)
-                APPLIED.append(f"{{label}}: {{name}}.{{attr}}")
+                setattr(module, key, replacement)
+                APPLIED.append(f"{{label}}: {{name}}.{{key}}")
 
 
-def _load(module_name, attr):
-    """The original function, or None when its library is not installed here."""
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        APPLIED.append(f"skipped (not importable: {{exc}}): {{module_name}}.{{attr}}")
+def _load(qualified):
+    """(owner, attribute, function) for a dotted name (module globals and class attributes), or None."""
+    parts = qualified.split(".")
+    if "<locals>" in parts:
+        APPLIED.append(f"manual (a nested function cannot be patched from outside): {{qualified}}")
         return None
-    return getattr(module, attr)
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:-1]:
+                owner = getattr(owner, name)
+            return owner, parts[-1], getattr(owner, parts[-1])
+        except AttributeError:
+            break
+    APPLIED.append(f"skipped (not importable here): {{qualified}}")
+    return None
+
+
+def _apply(fix, label):
+    """One fix failing must not stop start-up or the other fixes: record it and go on."""
+    try:
+        fix()
+    except Exception as exc:
+        APPLIED.append(f"failed ({{type(exc).__name__}}: {{exc}}): {{label}}")
+
+
+def _takes_arguments(fn):
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               for p in params)
 '''
 
 _CUSTOM_OP = '''
@@ -59,9 +92,10 @@ _CUSTOM_OP = '''
 # Fix {n}: custom_op at {at} ({why})
 # Fake shapes from: {source}
 def _fix_{n}():
-    original = _load({module!r}, {attr!r})
-    if original is None or getattr(original, "__dynacheck_wrapped__", False):
+    loaded = _load({at!r})
+    if loaded is None or getattr(loaded[2], "__dynacheck_wrapped__", False):
         return
+    owner, attr, original = loaded
 
     @torch.library.custom_op({op_name!r}, mutates_args=())
     def op({params}) -> {returns}:
@@ -77,10 +111,10 @@ def _fix_{n}():
     wrapper.__dynacheck_wrapped__ = True
     wrapper.__name__ = original.__name__
     wrapper.__qualname__ = getattr(original, "__qualname__", original.__name__)
-    _rebind(original, wrapper, "custom_op {op_name}")
+    _rebind(original, wrapper, "custom_op {op_name}", owner, attr)
 
 
-_fix_{n}()
+_apply(_fix_{n}, "custom_op at {at}")
 '''
 
 _SKELETON = '''
@@ -97,9 +131,10 @@ def _fix_{n}():
     if not ENABLE_FIX_{n}:
         APPLIED.append("skeleton, disabled until filled in: {at}")
         return
-    original = _load({module!r}, {attr!r})
-    if original is None:
+    loaded = _load({at!r})
+    if loaded is None:
         return
+    owner, attr, original = loaded
 
     @torch.library.custom_op({op_name!r}, mutates_args=())
     def op(x: torch.Tensor) -> torch.Tensor:
@@ -111,10 +146,10 @@ def _fix_{n}():
             "dynacheck: write the fake for {at}: return empty tensors shaped as eager's outputs"
         )
 
-    _rebind(original, op, "custom_op {op_name}")
+    _rebind(original, op, "custom_op {op_name}", owner, attr)
 
 
-_fix_{n}()
+_apply(_fix_{n}, "custom_op at {at}")
 '''
 
 _ASSUME_CONSTANT = '''
@@ -122,14 +157,14 @@ _ASSUME_CONSTANT = '''
 # Fix {n}: assume_constant_result at {at} ({why})
 # Runs once at trace time and the value is frozen into the graph: only for a process-constant probe.
 def _fix_{n}():
-    original = _load({module!r}, {attr!r})
-    if original is None:
+    loaded = _load({at!r})
+    if loaded is None:
         return
-    torch._dynamo.assume_constant_result(original)
+    torch._dynamo.assume_constant_result(loaded[2])
     APPLIED.append("assume_constant_result: {at}")
 
 
-_fix_{n}()
+_apply(_fix_{n}, "assume_constant_result at {at}")
 '''
 
 _HOIST = '''
@@ -137,8 +172,12 @@ _HOIST = '''
 # Fix {n}: hoist at {at} ({why})
 # Computed once now, at import, outside any compiled region; the forward reads the frozen value.
 def _fix_{n}():
-    original = _load({module!r}, {attr!r})
-    if original is None:
+    loaded = _load({at!r})
+    if loaded is None:
+        return
+    owner, attr, original = loaded
+    if isinstance(owner, type) or _takes_arguments(original):
+        APPLIED.append("manual (takes arguments: compute it at model load yourself): hoist {at}")
         return
     value = original()
 
@@ -146,48 +185,61 @@ def _fix_{n}():
         return value
 
     hoisted.__wrapped__ = original
-    _rebind(original, hoisted, "hoist")
+    _rebind(original, hoisted, "hoist", owner, attr)
 
 
-_fix_{n}()
+_apply(_fix_{n}, "hoist at {at}")
 '''
 
 
-def chosen_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
-    """The first sound fix of each finding that a patch module can apply, one per (kind, place)."""
+def first_sound_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
+    """Each finding's first sound fix (the scan orders fixes best first), one per (kind, place)."""
     chosen: dict[tuple[str, str], tuple[Fix, Finding]] = {}
     for finding in findings:
-        for fix in finding.fixes:
-            if fix.sound and fix.kind in EMITTED_KINDS:
-                key = (fix.kind, _canonical(fix.at))
-                chosen.setdefault(key, (fix, finding))
-                break
+        fix = next((f for f in finding.fixes if f.sound), None)
+        if fix is not None:
+            chosen.setdefault((fix.kind, _canonical(fix.at)), (fix, finding))
     return list(chosen.values())
+
+
+def chosen_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
+    """The first sound fixes that a patch module can apply (custom_op, assume_constant_result, hoist)."""
+    return [(f, x) for f, x in first_sound_fixes(findings) if f.kind in EMITTED_KINDS]
+
+
+def manual_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
+    """First sound fixes that need an edit by hand (remove, guard, ...): listed in the header only."""
+    return [(f, x) for f, x in first_sound_fixes(findings) if f.kind not in EMITTED_KINDS]
 
 
 def emit_patch(findings: Sequence[Finding]) -> str:
     """Source text of the patch module for these findings (deterministic: same input, same text)."""
     pairs = chosen_fixes(findings)
     listing = "\n".join(f"  {i}. {fix.kind} at {fix.at}" for i, (fix, _) in enumerate(pairs, 1)) or "  (none)"
+    manual = manual_fixes(findings)
+    if manual:
+        listing += "\nTo do by hand (not applied here):\n" + "\n".join(
+            f"  - {fix.kind} at {fix.at}: {' '.join(fix.summary.split())[:160]}" for fix, _ in manual)
+    listing = listing.replace("\\", "/").replace('"""', "'''")  # stays inside the docstring
     parts = [_HEADER.format(listing=listing)]
     for n, (fix, finding) in enumerate(pairs, 1):
-        module, attr = _split(_canonical(fix.at))
+        at = _canonical(fix.at)
         why = f"{finding.rule} {finding.outcome.gb_id or finding.outcome.kind}".strip()
         if fix.kind == "custom_op":
             known = KNOWN_FAKES.get(fix.at) or KNOWN_FAKES.get(_canonical(fix.at))
             if known is None:
                 op_name = "dynacheck::" + "_".join(fix.at.split(".")[-2:])
-                parts.append(_SKELETON.format(n=n, at=fix.at, why=why, module=module, attr=attr, op_name=op_name))
+                parts.append(_SKELETON.format(n=n, at=at, why=why, op_name=op_name))
             else:
                 parts.append(_CUSTOM_OP.format(
-                    n=n, at=fix.at, why=why, source=known.source, module=known.module, attr=known.attr,
+                    n=n, at=f"{known.module}.{known.attr}", why=why, source=known.source,
                     op_name=known.op_name, params=known.params, returns=known.returns,
                     call_args=known.call_args, fake_body=_indent(known.fake_body, 4),
                 ))
         elif fix.kind == "assume_constant_result":
-            parts.append(_ASSUME_CONSTANT.format(n=n, at=fix.at, why=why, module=module, attr=attr))
+            parts.append(_ASSUME_CONSTANT.format(n=n, at=at, why=why))
         else:
-            parts.append(_HOIST.format(n=n, at=fix.at, why=why, module=module, attr=attr))
+            parts.append(_HOIST.format(n=n, at=at, why=why))
     return "".join(parts)
 
 
@@ -196,11 +248,6 @@ _ALIASES = {"flashinfer.fp4_quantize": "flashinfer.fp4_quantization.fp4_quantize
 
 def _canonical(at: str) -> str:
     return _ALIASES.get(at, at)
-
-
-def _split(qualified: str) -> tuple[str, str]:
-    module, _, attr = qualified.rpartition(".")
-    return module, attr
 
 
 def _indent(body: str, extra: int) -> str:
