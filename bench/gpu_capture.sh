@@ -53,5 +53,6 @@ else
 fi
 
 save
+python3 bench/capture_table.py "$R"/capture-nofix.json "$R"/capture-fix.json "$R"/capture-tp2-fix.json 2>/dev/null
 ls -la "$OUT"
 log "done"
