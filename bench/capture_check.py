@@ -213,19 +213,33 @@ def main() -> int:
         return 0
     dev = torch.device("cuda", 0)
     result = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(dev)}
-    result["jit_build"] = jit_build(dev)
-    result["compile_before_fix"] = compile_before(dev)
+    path = out / "capture-checks.json"
+
+    def step(key: str, value: object) -> None:  # written after every step: a timeout keeps what ran
+        result[key] = value
+        path.write_text(json.dumps(result, indent=1, default=str))
+
+    step("jit_build", jit_build(dev))
+    step("compile_before_fix", compile_before(dev))
     patch = out / "dynacheck_fixes_checks.py"
     patch.write_text(emit_patch(flagship_findings()))
     ns: dict = {"__name__": "dynacheck_fixes_checks"}
     exec(compile(patch.read_text(), str(patch), "exec"), ns)
-    result["patch_applied"] = ns["APPLIED"]
-    result["fake_shapes"] = fake_shapes(dev)
-    result["reference"] = reference(dev)
-    result["compile_after_fix"] = compile_after(dev)
-    (out / "capture-checks.json").write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps({k: (v if k in ("jit_build", "patch_applied") else "...") for k, v in result.items()}, indent=1))
-    print("fake shapes all equal:", result["fake_shapes"].get("all_equal"))
+    step("patch_applied", ns["APPLIED"])
+    step("fake_shapes", fake_shapes(dev))
+    step("reference", reference(dev))
+    step("compile_after_fix", compile_after(dev))
+    before = result["compile_before_fix"]
+    ev = before.get("event") or {}
+    brief = {
+        "jit_build": result["jit_build"],
+        "before_fix": [ev.get("gb_id"), (ev.get("site") or {}).get("function")] if ev else before,
+        "patch_applied": result["patch_applied"],
+        "fake_shapes_all_equal": result["fake_shapes"].get("all_equal", result["fake_shapes"]),
+        "reference": {k: v for k, v in result["reference"].items() if k != "note"},
+        "after_fix": result["compile_after_fix"],
+    }
+    print(json.dumps(brief, indent=1, default=str)[:6000])
     return 0
 
 
