@@ -33,8 +33,12 @@ log "1/5 fp4_quantize checks (first call JIT-builds FlashInfer's sm90 fp4 module
 timeout 240 python3 bench/capture_check.py --out "$R"; log "checks exit=$?"; save
 
 SIZES=1,2,4,8,16
+# A `dynacheck scan --format json` of sglang 0.5.9 + flashinfer 0.6.3 (made where the wheels are): when
+# present, the run without the fix matches its findings to the observed break ("matches" in the JSON).
+SCAN=${SCAN:-reports/glm5-scan.json}
+SCAN_ARGS=(); [ -f "$SCAN" ] && SCAN_ARGS=(--scan "$SCAN")
 log "2/5 capture WITHOUT fix (expect GB0007 at flashinfer.jit.cpp_ext.get_cuda_version, fatal under fullgraph)"
-timeout 120 python3 -m dynacheck capture glm5-nvfp4 --batch-sizes $SIZES --out "$R" --name capture-nofix.json
+timeout 120 python3 -m dynacheck capture glm5-nvfp4 --batch-sizes $SIZES --out "$R" --name capture-nofix.json ${SCAN_ARGS[@]+"${SCAN_ARGS[@]}"}
 log "capture without fix exit=$? (1 = break seen)"; save
 
 log "3/5 capture WITH the emitted fix (custom_op + register_fake around flashinfer.fp4_quantize)"

@@ -114,3 +114,24 @@ def test_capture_reruns_itself_under_the_recorder_and_merges_its_trace(tmp_path,
     assert summary["recorder"]["used"] is True and summary["recorder"]["ranks"] == [0]
     assert summary["verdict"]["recorded_breaks"][0]["gb_id"] == "GB0007"
     assert summary["verdict"]["captured_all"]  # the child's own result is kept
+
+
+def test_scan_findings_are_matched_to_the_observed_break(tmp_path):
+    pytest.importorskip("dynacheck.dynamic.correlate")
+    from dynacheck.capture.command import match_scan
+    from dynacheck.capture.flagship import flagship_findings
+    from dynacheck.model import Event, Frame, ScanResult, Site
+    import dataclasses
+
+    finding = dataclasses.replace(flagship_findings()[0], fingerprint="fp1",
+                                  site=Site(file="flashinfer/jit/cpp_ext.py", line=69,
+                                            function="flashinfer.jit.cpp_ext.get_cuda_version", callee="x"))
+    other = dataclasses.replace(finding, fingerprint="fp2", site=Site(file="a.py", line=1, function="a.f", callee="y"),
+                                chain=())
+    scan = tmp_path / "scan.json"
+    scan.write_text(json.dumps(ScanResult(targets=(), entries=(), findings=(finding, other)).to_dict()))
+    event = Event(kind="fullgraph_error", pid=1, gb_id="GB0007", user_stack=(
+        Frame(file="/tmp/site/flashinfer/jit/cpp_ext.py", line=69, function="get_cuda_version"),))
+    matches = match_scan(str(scan), {"argv": [], "ranks": [{"breaks": [event.to_dict()]}]})
+    assert [m["fingerprint"] for m in matches["confirmed"]] == ["fp1"]
+    assert matches["predicted_only"] == 1 and matches["seen_only"] == []

@@ -83,6 +83,8 @@ def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, exp
         "ranks": _run(opts),
     }
     summary["verdict"] = verdict(summary["ranks"])
+    if scan_file:
+        summary["matches"] = match_scan(scan_file, summary)
     path = out / name
     path.write_text(json.dumps(summary, indent=1, default=str))
     _print(summary, path)
@@ -206,6 +208,27 @@ def verdict(ranks: list[dict[str, Any]]) -> dict[str, Any]:
             "breaks": list(breaks.values()), "max_replay_rel": worst, "tolerance": REPLAY_TOLERANCE,
             "replay_matches": worst is not None and worst <= REPLAY_TOLERANCE,
             "rank_errors": [r["error"] for r in ranks if r.get("error")]}
+
+
+def match_scan(scan_file: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """The scan's findings matched to the breaks this run saw (`dynacheck.dynamic.correlate`)."""
+    try:
+        from dynacheck.dynamic.correlate import correlate
+        from dynacheck.model import Event, ScanResult, TraceResult
+    except ImportError:
+        return {"note": "dynacheck.dynamic is not installed: findings not matched"}
+    scan = ScanResult.from_dict(json.loads(Path(scan_file).read_text()))
+    events = tuple(Event.from_dict(ev) for r in summary["ranks"] for ev in r.get("breaks", []))
+    review = correlate(scan, TraceResult(command=tuple(summary.get("argv", ())), processes=(), events=events))
+    by_fp = {f.fingerprint: f for f in scan.findings}
+    confirmed = [m for m in review.matches if m.status == "confirmed"]
+    return {
+        "confirmed": [{"fingerprint": m.fingerprint, "rule": by_fp[m.fingerprint].rule,
+                       "site": by_fp[m.fingerprint].site.function, "events": list(m.events)}
+                      for m in confirmed if m.fingerprint in by_fp],
+        "seen_only": [{"events": list(m.events), "note": m.note} for m in review.matches if m.status == "seen_only"],
+        "predicted_only": sum(1 for m in review.matches if m.status == "predicted_only"),
+    }
 
 
 def _user_chain(ev: dict[str, Any]) -> list[str]:
