@@ -17,7 +17,8 @@ def table(summary: dict) -> str:
         lines.append(f"rank {rank.get('rank')} on {gpu} ({rank.get('size')} sizes, "
                      f"{rank.get('config', {}).get('layers')} layers, {rank.get('config', {}).get('experts')} experts, "
                      f"quantizer {rank.get('quantizer', {}).get('source')})\n")
-        lines.append("| batch | compiled | captured | compile s | capture s | eager ms | replay ms | speed-up | replay max rel |")
+        lines.append("| batch | compiled | captured | compile s | capture s | eager ms | replay ms | speed-up "
+                     "| replay max rel |")
         lines.append("|---:|:---:|:---:|---:|---:|---:|---:|---:|---:|")
         for e in rank.get("batch_sizes", []):
             eager, replay = e.get("eager_ms"), e.get("replay_ms")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GLM-5-NVFP4 short capture on one (or two) H200s, in ONE device-tool command from the repo root:
 #   run(command="bash bench/gpu_capture.sh", carry=[".whl"])
-# .whl/ must hold flashinfer_python-0.6.3-py3-none-any.whl and apache_tvm_ffi-0.1.9-cp312-abi3-*.whl
-# (everything else is in the H200 image). Results (JSON, flat, <= 8 files) go to $OUT, or
+# .whl/ must hold flashinfer_python-0.6.3-py3-none-any.whl and an apache_tvm_ffi 0.1.x cp312 wheel
+# (>= 0.1.6, not 0.1.8; flashinfer's pin), e.g. 0.1.15.post2; everything else is in the H200 image. Results (JSON, flat, <= 8 files) go to $OUT, or
 # reports/capture/h200 when OUT is unset. See bench/capture.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -10,7 +10,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dynacheck.capture.breaks import break_event, gb_id_for, is_user_frame, qualified_name  # noqa: E402
+from dynacheck.capture.breaks import (  # noqa: E402
+    break_event,
+    gb_id_for,
+    is_user_frame,
+    qualified_name,
+)
 
 
 @functools.cache

@@ -118,10 +118,11 @@ def test_capture_reruns_itself_under_the_recorder_and_merges_its_trace(tmp_path,
 
 def test_scan_findings_are_matched_to_the_observed_break(tmp_path):
     pytest.importorskip("dynacheck.dynamic.correlate")
+    import dataclasses
+
     from dynacheck.capture.command import match_scan
     from dynacheck.capture.flagship import flagship_findings
     from dynacheck.model import Event, Frame, ScanResult, Site
-    import dataclasses
 
     finding = dataclasses.replace(flagship_findings()[0], fingerprint="fp1",
                                   site=Site(file="flashinfer/jit/cpp_ext.py", line=69,

@@ -11,7 +11,8 @@ from dynacheck.capture.model import Glm5Config, Glm5Model, Moe  # noqa: E402
 
 
 def test_short_capture_keeps_dense_and_moe_layers():
-    assert [Glm5Model(Glm5Config.tiny(layers=n), dtype=torch.float32).layers[-1].kind for n in (1, 2)] == ["dense", "moe"]
+    last = [Glm5Model(Glm5Config.tiny(layers=n), dtype=torch.float32).layers[-1].kind for n in (1, 2)]
+    assert last == ["dense", "moe"]
     kinds = [layer.kind for layer in Glm5Model(Glm5Config.tiny(layers=5), dtype=torch.float32).layers]
     assert kinds == ["dense", "dense", "dense", "moe", "moe"]
 

@@ -117,8 +117,12 @@ def break_event(exc: BaseException, *, rank: int = -1, compiled_frame: str = "")
         phase="tracing",
         fatal_under_fullgraph=bool(gb_type),
         detail=f"{type(exc).__module__}.{type(exc).__qualname__}; innermost frame "
-        + (f"{frames[-1].function} ({Path(frames[-1].file).name}:{frames[-1].line}): {frames[-1].code}" if frames else "unknown"),
+        + (_where(frames[-1]) if frames else "unknown"),
     )
+
+
+def _where(frame: Frame) -> str:
+    return f"{frame.function} ({Path(frame.file).name}:{frame.line}): {frame.code}"
 
 
 def _explanation(message: str) -> tuple[str, tuple[str, ...]]:

@@ -5,7 +5,17 @@ GLM-5 forward -> ModelOptFp4LinearMethod.apply -> flashinfer fp4_quantize -> ...
 
 from __future__ import annotations
 
-from dynacheck.model import VIA_ATTR_TYPE, VIA_ENTRY, VIA_IMPORT, VIA_MODULE_CALL, Finding, Fix, Hop, Outcome, Site
+from dynacheck.model import (
+    VIA_ATTR_TYPE,
+    VIA_ENTRY,
+    VIA_IMPORT,
+    VIA_MODULE_CALL,
+    Finding,
+    Fix,
+    Hop,
+    Outcome,
+    Site,
+)
 
 _CHAIN = (
     ("sglang.srt.models.deepseek_v2.DeepseekV2Model.forward", "sglang/srt/models/deepseek_v2.py", VIA_ENTRY),

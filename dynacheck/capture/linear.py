@@ -8,7 +8,8 @@ reference. A fix module rebinds this global like any other holder of the origina
 FlashInfer 0.6.3 compiles its quantize kernel body only for `__CUDA_ARCH__ >= 1000`
 (`quantization.cuh`): on sm90 the call launches an empty kernel and returns uninitialised buffers.
 There the call is still made (it is the path under test) and its values are replaced by the
-reference quantizer's (through a `torch.where` on a False flag, so the launch stays in the graph), so the model's numbers stay meaningful; `QUANT.kernel_writes_output` says so.
+reference quantizer's (through a `torch.where` on a False flag, so the launch stays in the graph),
+so the model's numbers stay meaningful; `QUANT.kernel_writes_output` says so.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def bind_quantizer(device: torch.device, choice: str = "auto") -> QuantBinding:
         QUANT.note = "pure-torch reference quantizer, dequantize-then-GEMM"
         return QUANT
     try:
-        from flashinfer import fp4_quantize as fi_quantize  # lazily: only this path needs it
+        from flashinfer import (
+            fp4_quantize as fi_quantize,  # lazily: only this path needs it
+        )
     except Exception as exc:  # ImportError, or a CUDA/tvm-ffi load error
         if choice == "flashinfer":
             raise
@@ -158,8 +161,8 @@ def all_reduce(x: torch.Tensor, shard: Shard) -> torch.Tensor:
     """Sum over TP ranks with a traceable functional collective (no graph break)."""
     if shard.size == 1:
         return x
-    import torch.distributed._functional_collectives as funcol
     import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
 
     return funcol.all_reduce(x, "sum", dist.group.WORLD)
 

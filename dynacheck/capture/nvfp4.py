@@ -70,7 +70,8 @@ def swizzled_sf_shape(m: int, k: int, sf_vec_size: int = BLOCK, row_tile: int = 
     padded_rows = (m + row_tile - 1) // row_tile * row_tile
     padded_cols = (cols + 3) // 4 * 4
     if (padded_rows * padded_cols) % cols:
-        raise ValueError(f"k/{sf_vec_size}={cols} does not divide the padded scale buffer (FlashInfer's reshape fails too)")
+        raise ValueError(f"k/{sf_vec_size}={cols} does not divide the padded scale buffer "
+                         "(FlashInfer's own reshape fails too)")
     return (padded_rows * padded_cols // cols, cols)
 
 

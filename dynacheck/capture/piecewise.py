@@ -139,6 +139,3 @@ class PiecewiseBackend:
         self.state.splits.append(split)
         return split.module
 
-
-def count_attention(gm: fx.GraphModule) -> int:
-    return sum(1 for n in gm.graph.nodes if is_attention_node(n))

@@ -63,7 +63,8 @@ KNOWN_FAKES: dict[str, KnownFake] = {
 }
 
 
-def fp4_scale_shape(m: int, k: int, sf_vec_size: int = 16, swizzled: bool = True, layout_8x4: bool = False) -> tuple[int, int]:
+def fp4_scale_shape(m: int, k: int, sf_vec_size: int = 16, swizzled: bool = True,
+                    layout_8x4: bool = False) -> tuple[int, int]:
     """The block-scale shape the fake above gives for a row-major (m, k) input (for tests and docs)."""
     cols = k // sf_vec_size
     if not swizzled:
