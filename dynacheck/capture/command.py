@@ -171,7 +171,15 @@ def _run(opts: Any) -> list[dict[str, Any]]:
     from dynacheck.capture.runner import run_rank, tp_worker
 
     if opts.tp == 1:
-        return [run_rank(0, opts)]
+        try:
+            return [run_rank(0, opts)]
+        except UserError:
+            raise
+        except Exception as exc:  # e.g. FlashInfer's JIT build failing: the summary says so, no traceback
+            import traceback
+
+            return [{"rank": 0, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                     "traceback": traceback.format_exc()[-4000:]}]
     import torch
     import torch.multiprocessing as mp
 

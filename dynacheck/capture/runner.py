@@ -215,7 +215,10 @@ def tp_worker(rank: int, opts: CaptureOptions, port: int) -> None:
     try:
         result = run_rank(rank, opts)
     except Exception as exc:
-        result = {"rank": rank, "error": f"{type(exc).__name__}: {exc}"}
+        import traceback
+
+        result = {"rank": rank, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                  "traceback": traceback.format_exc()[-4000:]}
     finally:
         dist.destroy_process_group()
     Path(opts.out, f"rank{rank}.json").write_text(json.dumps(result, indent=1, default=str))
