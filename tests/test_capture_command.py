@@ -136,3 +136,14 @@ def test_scan_findings_are_matched_to_the_observed_break(tmp_path):
     matches = match_scan(str(scan), {"argv": [], "ranks": [{"breaks": [event.to_dict()]}]})
     assert [m["fingerprint"] for m in matches["confirmed"]] == ["fp1"]
     assert matches["predicted_only"] == 1 and matches["seen_only"] == []
+
+
+def test_a_file_that_is_not_a_scan_fails_before_the_capture(tmp_path):
+    from dynacheck.cli import main
+
+    bad = tmp_path / "scan.json"
+    bad.write_text('{"findings": 3}')
+    with pytest.raises(SystemExit) as exc:
+        main(["capture", "glm5-nvfp4", "--device", "cpu", "--scan", str(bad), "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert not (tmp_path / "capture-nofix.json").exists()

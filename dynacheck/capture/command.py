@@ -35,8 +35,10 @@ REPLAY_TOLERANCE = 2e-2  # max |replay - eager| / max |eager|; bf16 pieces rerun
               help="Layer sizes: full GLM-5 (default on CUDA) or tiny (default on CPU).")
 @click.option("--fix/--no-fix", default=False, help="Emit the patch module from the findings, import it, capture.")
 @click.option("--scan", "scan_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Findings for --fix (a `dynacheck scan --json` file); default: the flagship finding.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="reports/capture", show_default=True)
+              help="A `dynacheck scan --format json` file: its findings are matched to the breaks seen, and "
+                   "--fix applies their fixes (default for --fix: the built-in flagship finding).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="reports/capture", show_default=True,
+              help="Folder for the JSON summary, the emitted patch module and the recorder's trace.")
 @click.option("--device", type=click.Choice(["auto", "cuda", "cpu"]), default="auto", show_default=True)
 @click.option("--quantizer", type=click.Choice(["auto", "flashinfer", "reference"]), default="auto",
               show_default=True, help="auto: FlashInfer's fp4_quantize on CUDA when importable.")
@@ -54,6 +56,8 @@ def capture(target: str, layers: int, tp: int, batch_sizes: str, dtype: str, exp
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = name or f"capture-{'fix' if fix else 'nofix'}.json"
+    if scan_file:
+        load_scan(scan_file)  # bad input fails now, in one sentence, not after the capture
     if recorder and not os.environ.get(ENV_TRACE_DIR):
         launch = _launch_module()
         if launch is not None:
@@ -146,17 +150,22 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def load_scan(scan_file: str) -> Any:
+    """The ScanResult in a `dynacheck scan --format json` file; bad input is a one-sentence UserError."""
+    from dynacheck.model import ScanResult
+
+    try:
+        return ScanResult.from_dict(json.loads(Path(scan_file).read_text()))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UserError(f"{scan_file} is not a dynacheck scan JSON file ({type(exc).__name__}).",
+                        "Write one with `dynacheck scan --format json`.") from None
+
+
 def _emit_fix(out: Path, scan_file: str | None) -> dict[str, Any]:
     from dynacheck.fixes.emit import chosen_fixes, emit_patch
 
     if scan_file:
-        from dynacheck.model import ScanResult
-
-        try:
-            findings = ScanResult.from_dict(json.loads(Path(scan_file).read_text())).findings
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UserError(f"{scan_file} is not a dynacheck scan JSON file ({exc}).") from None
-        source = scan_file
+        findings, source = load_scan(scan_file).findings, scan_file
     else:
         from dynacheck.capture.flagship import flagship_findings
 
@@ -222,10 +231,10 @@ def match_scan(scan_file: str, summary: dict[str, Any]) -> dict[str, Any]:
     """The scan's findings matched to the breaks this run saw (`dynacheck.dynamic.correlate`)."""
     try:
         from dynacheck.dynamic.correlate import correlate
-        from dynacheck.model import Event, ScanResult, TraceResult
+        from dynacheck.model import Event, TraceResult
     except ImportError:
         return {"note": "dynacheck.dynamic is not installed: findings not matched"}
-    scan = ScanResult.from_dict(json.loads(Path(scan_file).read_text()))
+    scan = load_scan(scan_file)
     events = tuple(Event.from_dict(ev) for r in summary["ranks"] for ev in r.get("breaks", []))
     review = correlate(scan, TraceResult(command=tuple(summary.get("argv", ())), processes=(), events=events))
     by_fp = {f.fingerprint: f for f in scan.findings}

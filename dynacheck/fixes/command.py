@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
-
-from dynacheck.errors import UserError
 
 
 @click.command("fix")
 @click.option("--emit", "emit_path", type=click.Path(dir_okay=False), required=True,
               help="Where to write the patch module (import it before start-up, or from sitecustomize.py).")
 @click.option("--scan", "scan_file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="A `dynacheck scan` JSON file; default: the built-in GLM-5-NVFP4 flagship finding.")
+              help="A `dynacheck scan --format json` file; default: the built-in GLM-5-NVFP4 flagship finding.")
 def fix(emit_path: str, scan_file: str | None) -> int:
     """Generate a patch module that applies each finding's sound fix (no hand edits)."""
+    from dynacheck.capture.command import load_scan
     from dynacheck.fixes.emit import chosen_fixes, emit_patch
-    from dynacheck.model import ScanResult
 
     if scan_file:
-        try:
-            findings = ScanResult.from_dict(json.loads(Path(scan_file).read_text())).findings
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise UserError(f"{scan_file} is not a dynacheck scan JSON file ({type(exc).__name__}).",
-                            "Write one with `dynacheck scan --format json`.") from None
+        findings = load_scan(scan_file).findings
     else:
         from dynacheck.capture.flagship import flagship_findings
 
