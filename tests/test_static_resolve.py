@@ -158,3 +158,9 @@ def test_every_finding_has_a_stable_fingerprint(forward, scan_cache):
     again = scan_roots([ROOT], ["resfx.model:Model.forward"], cache_dir=scan_cache)
     assert [f.fingerprint for f in again.findings] == [f.fingerprint for f in forward.findings]
     assert len({f.fingerprint for f in forward.findings}) == len(forward.findings)
+
+
+def test_a_name_bound_through_global_in_a_function(scan_cache):
+    result = scan_roots([ROOT], ["resfx.model:Model.via_global_binding"], cache_dir=scan_cache)
+    finding = _one(result, "resfx.jitlib.probe", "subprocess.getoutput")
+    assert [h for h, _ in _hops(finding)] == ["via_global_binding", "use", "probe"]

@@ -15,7 +15,7 @@ import libcst as cst
 
 from dynacheck.static.ir import CONST, UNKNOWN, Expr
 
-SUMMARY_VERSION = 7  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 8  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -45,6 +45,7 @@ class FunctionSummary:
     local_imports: dict[str, str] = field(default_factory=dict)  # name -> dotted target
     returns: list[Expr] = field(default_factory=list)
     nested: list[str] = field(default_factory=list)
+    globals_declared: set[str] = field(default_factory=set)  # `global x`: assignments rebind the module
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
     arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
 
@@ -64,7 +65,7 @@ class ClassSummary:
 class Binding:
     """A module-level name and one of the values it may hold, in source order."""
 
-    kind: str  # import | def | class | assign
+    kind: str  # import | def | class | assign | global (value = (function qualname, expr))
     value: object  # dotted target (import), qualname (def/class), Expr (assign)
     line: int = 0
     conditional: bool = False  # under if/try at module level
@@ -200,6 +201,9 @@ class _ModuleWalker:
                     top = full.split(".")[0]
                     self.bind_import(scope, top, top, line, conditional)
             return
+        if isinstance(stmt, cst.Global) and scope.function is not None:
+            scope.function.globals_declared.update(n.name.value for n in stmt.names)
+            return
         if isinstance(stmt, cst.ImportFrom):
             base = self.resolve_from(stmt)
             if base is None:
@@ -289,7 +293,11 @@ class _ModuleWalker:
     def bind_target(self, target, value: Expr, scope: _Scope, line: int = 0, conditional: bool = False) -> None:
         if isinstance(target, cst.Name):
             name = target.value
-            if scope.function is not None:
+            if scope.function is not None and name in scope.function.globals_declared:
+                # `global x; x = value` inside a function (bind-at-startup): another value of the module name
+                self.s.bindings.setdefault(name, []).append(
+                    Binding("global", (scope.function.qualname, value), line, True))
+            elif scope.function is not None:
                 scope.function.assigns.setdefault(name, []).append(value)
             elif scope.cls is not None:
                 scope.cls.attrs.setdefault(name, []).append(value)

@@ -205,6 +205,16 @@ class Evaluator:
                 out.append(Value("func", module, binding.value, m.VIA_IMPORT))
             elif binding.kind == "class":
                 out.append(Value("cls", module, binding.value, m.VIA_IMPORT))
+            elif binding.kind == "global":
+                qualname, expr = binding.value
+                scope = self.function_scope(Value("func", module, qualname))
+                key = ("global", module, name, binding.line)
+                if scope is not None and key not in self._active:
+                    self._active.add(key)
+                    try:
+                        out.extend(self.eval(expr, scope, depth + 1))
+                    finally:
+                        self._active.discard(key)
             else:
                 key = ("global", module, name, binding.line)
                 if key in self._active:
