@@ -219,6 +219,29 @@ def tp_worker(rank: int, opts: CaptureOptions, port: int) -> None:
 
         result = {"rank": rank, "error": f"{type(exc).__name__}: {exc}"[:2000],
                   "traceback": traceback.format_exc()[-4000:]}
-    finally:
-        dist.destroy_process_group()
+    # The result is written before teardown: on the H200 host, destroying an NCCL group whose
+    # communicator was captured into CUDA graphs hung both ranks (measured, bench/capture.md).
     Path(opts.out, f"rank{rank}.json").write_text(json.dumps(result, indent=1, default=str))
+    _teardown(dist, use_cuda)
+
+
+def _teardown(dist, use_cuda: bool, seconds: float = 30.0) -> None:
+    """Free the captured graphs, then destroy the group; a teardown that hangs ends the rank instead."""
+    import gc
+    import threading
+
+    torch._dynamo.reset()  # drops the compiled pieces and the CUDA graphs they hold
+    gc.collect()
+    if use_cuda:
+        torch.cuda.synchronize()
+    done = threading.Event()
+
+    def destroy() -> None:
+        dist.destroy_process_group()
+        done.set()
+
+    threading.Thread(target=destroy, daemon=True).start()
+    if not done.wait(seconds):
+        print(f"rank teardown: destroy_process_group did not return in {seconds:.0f} s; exiting the rank",
+              flush=True)
+        os._exit(0)
