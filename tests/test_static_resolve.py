@@ -123,6 +123,8 @@ def test_a_decorator_is_judged_by_its_body_not_its_name(forward):
     assert "returns the function unchanged" in finding.chain[-1].note
     # real_registrar's body reaches torch.library: opaque, nothing inside is reported
     assert not _at(forward, "resfx.deco.registered")
+    # a decorator returning a wrapper object that registers the op lazily: opaque too
+    assert not _at(forward, "resfx.deco.lazily_registered")
     # torch.library.custom_op itself: opaque
     assert not _at(forward, "resfx.deco.opaque_op")
 

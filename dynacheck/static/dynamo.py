@@ -215,12 +215,21 @@ class Boundaries:
                             found = True
                         elif value.kind == "func" and (value.module, value.name) != key and depth < 3:
                             found = found or self.reaches_torch_library(value, depth + 1)
+                        elif value.kind == "cls" and depth < 3:  # a wrapper object that registers lazily
+                            found = found or self._class_reaches_torch_library(value, depth + 1)
                     if found:
                         break
                 if found:
                     break
         self._library[key] = found
         return found
+
+    def _class_reaches_torch_library(self, cls: Value, depth: int) -> bool:
+        summary = self.ev.index.klass(cls.module, cls.name)
+        if summary is None:
+            return False
+        return any(self.reaches_torch_library(Value("func", cls.module, qualname), depth)
+                   for qualname in summary.methods.values())
 
     # ----- compile-time branches ---------------------------------------------------------------
 
