@@ -115,6 +115,8 @@ class Boundaries:
         is_factory_call = decorator and decorator[0] == "c"
         head = decorator[1] if is_factory_call else decorator
         for value in self.ev.eval(head, scope):
+            if value.kind == "func" and self._is_overload_stub(value):
+                continue  # typing.overload stubs say nothing about what the decorator does
             if value.kind == "ext":
                 kind, note = _KNOWN.get(value.name, (TRANSPARENT, ""))
                 if kind == OPAQUE and value.name.endswith("custom_op") and not self._has_fake(target):
@@ -125,6 +127,12 @@ class Boundaries:
             if value.kind == "lam" and value.expr == ("n", "x"):
                 return TRANSPARENT, "", []
         return TRANSPARENT, "", []
+
+    def _is_overload_stub(self, func: Value) -> bool:
+        from dynacheck.static.ir import dotted
+
+        summary = self.ev.index.function(func.module, func.name)
+        return summary is not None and any((dotted(d) or "").endswith("overload") for d in summary.decorators)
 
     def _has_fake(self, target: Value) -> bool:
         summary = self.ev.index.module(target.module)
