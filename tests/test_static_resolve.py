@@ -166,3 +166,12 @@ def test_a_name_bound_through_global_in_a_function(scan_cache):
     result = scan_roots([ROOT], ["resfx.model:Model.via_global_binding"], cache_dir=scan_cache)
     finding = _one(result, "resfx.jitlib.probe", "subprocess.getoutput")
     assert [h for h, _ in _hops(finding)] == ["via_global_binding", "use", "probe"]
+
+
+def test_a_break_inside_the_layer_loop_points_to_the_inner_fix(forward):
+    loops = [f for f in forward.findings if f.rule == "DC096"]
+    assert loops, "the break below `for layer in self.blocks` was not reported as a loop break"
+    loop = loops[0]
+    assert loop.site.function == "resfx.model.Model.forward" and "for" in loop.chain[-1].note
+    first = loop.fixes[0]
+    assert first.kind == "custom_op" and first.at != loop.site.function and first.sound

@@ -13,7 +13,7 @@ from typing import Callable
 from dynacheck.catalog import Catalog, Rule
 from dynacheck.fixes.place import HopFacts, boundary_index, place
 from dynacheck.gate.fingerprint import assign_fingerprints
-from dynacheck.model import Finding, Hop, Outcome, Site, confidence_rank, severity_rank
+from dynacheck.model import Finding, Fix, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
 from dynacheck.static.index import Index
 from dynacheck.static.reach import Hit, NodeKey, Walk
@@ -95,7 +95,7 @@ class FindingBuilder:
         below = self._hazards_below(best)
         for key, (finding, facts) in best.items():
             rule = self.catalog.get(finding.rule)
-            fixes = place(rule.fixes, finding.chain, facts, below.get(key, 0))
+            fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0))
             findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
         findings = list(assign_fingerprints(findings))
         findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
@@ -120,9 +120,16 @@ class FindingBuilder:
                 continue
             site = Site(file=hop.file, line=hop.line, function=hop.function, callee=callee.function,
                         code=hop.code, package=hop.package)
+            inner = finding.chain[boundary_index(finding.chain, facts)]
+            fixes = (Fix("custom_op", inner.function,
+                         f"Fix the first break below the loop at its boundary: wrap `{inner.function}` in a "
+                         f"custom op (see the finding at {finding.site.file}:{finding.site.line}); the loop then "
+                         "compiles.", file=inner.file, line=inner.line, sound=True),
+                     Fix("disable", callee.function, "Not a fix: disabling the layer is itself a graph break "
+                         "(GB0098) inside the loop, so the frame is still skipped.", sound=False))
             loop = Finding(rule=rule.id, title=rule.title, severity=rule.severity, site=site,
                            chain=finding.chain[:index + 1], outcome=rule.outcome, family=rule.family,
-                           confidence=finding.confidence, entry=finding.entry,
+                           confidence=finding.confidence, entry=finding.entry, fixes=fixes,
                            note=f"first break below: {finding.site.callee} at {finding.site.file}:{finding.site.line}")
             best[key] = (loop, facts[:index + 1])
 
