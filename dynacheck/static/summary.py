@@ -8,12 +8,12 @@ and statement lists correspond one to one in both trees.
 from __future__ import annotations
 
 import ast
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from dynacheck.static.ir import CONST, UNKNOWN, Expr
+from dynacheck.static import cst_nodes as cn
+from dynacheck.static.ir import UNKNOWN, Expr
 
 SUMMARY_VERSION = 8  # bump when the shape below changes: invalidates the cache
 
@@ -124,7 +124,7 @@ class _ModuleWalker:
         self.walk_block(tree.body, positions.body, _Scope(), guards=(), loop="", conditional=False, prefix="")
 
     def walk_block(self, stmts, nodes, scope, guards, loop, conditional, prefix) -> None:
-        small = _flatten(stmts)
+        small = cn.flatten(stmts)
         lines = [n.lineno for n in nodes] if len(nodes) == len(small) else None
         for index, stmt in enumerate(small):
             node = nodes[index] if lines else None
@@ -140,40 +140,40 @@ class _ModuleWalker:
         elif isinstance(stmt, cst.If):
             test = self.expr(stmt.test)
             self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
-            walk(_body(stmt.body), _ast_list(node, "body"), scope, guards + ((test, True),), loop, True, prefix)
+            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True),), loop, True, prefix)
             if stmt.orelse is not None:
                 orelse = stmt.orelse
                 other_guards = guards + ((test, False),)
                 if isinstance(orelse, cst.If):
-                    sub = _ast_list(node, "orelse")
+                    sub = cn.ast_list(node, "orelse")
                     self.walk_stmt(orelse, sub[0] if sub else None, sub[0].lineno if sub else line,
                                    scope, other_guards, loop, True, prefix)
                 else:
-                    walk(_body(orelse.body), _ast_list(node, "orelse"), scope, other_guards, loop, True, prefix)
+                    walk(cn.body(orelse.body), cn.ast_list(node, "orelse"), scope, other_guards, loop, True, prefix)
         elif isinstance(stmt, (cst.For, cst.While)):
             inner_loop = loop
             if isinstance(stmt, cst.For):
                 self.exprs_calls(stmt.iter, getattr(node, "iter", None), line, scope, guards, loop)
                 iterable = self.expr(stmt.iter)
-                inner_loop = _loop_text(iterable)
+                inner_loop = cn.loop_text(iterable)
                 self.bind_target(stmt.target, ("it", iterable), scope)
             else:
                 self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
-            walk(_body(stmt.body), _ast_list(node, "body"), scope, guards, inner_loop, True, prefix)
+            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, inner_loop, True, prefix)
             if stmt.orelse is not None:
-                walk(_body(stmt.orelse.body), _ast_list(node, "orelse"), scope, guards, loop, True, prefix)
+                walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
         elif isinstance(stmt, (cst.Try, cst.TryStar)):
-            walk(_body(stmt.body), _ast_list(node, "body"), scope, guards, loop, True, prefix)
-            handlers = _ast_list(node, "handlers")
+            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, loop, True, prefix)
+            handlers = cn.ast_list(node, "handlers")
             for i, handler in enumerate(stmt.handlers):
                 hnode = handlers[i] if i < len(handlers) else None
-                walk(_body(handler.body), _ast_list(hnode, "body"), scope, guards, loop, True, prefix)
+                walk(cn.body(handler.body), cn.ast_list(hnode, "body"), scope, guards, loop, True, prefix)
             if stmt.orelse is not None:
-                walk(_body(stmt.orelse.body), _ast_list(node, "orelse"), scope, guards, loop, True, prefix)
+                walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
             if stmt.finalbody is not None:
-                walk(_body(stmt.finalbody.body), _ast_list(node, "finalbody"), scope, guards, loop, True, prefix)
+                walk(cn.body(stmt.finalbody.body), cn.ast_list(node, "finalbody"), scope, guards, loop, True, prefix)
         elif isinstance(stmt, cst.With):
-            items = _ast_list(node, "items")
+            items = cn.ast_list(node, "items")
             for i, item in enumerate(stmt.items):
                 item_node = items[i].context_expr if i < len(items) else None
                 self.exprs_calls(item.item, item_node, line, scope, guards, loop)
@@ -181,22 +181,22 @@ class _ModuleWalker:
                 self.add_call(scope, CallSite(line, value, guards=guards, loop=loop, kind="with"))
                 if item.asname is not None:
                     self.bind_target(item.asname.name, ("c", ("a", value, "__enter__"), (), ()), scope)
-            walk(_body(stmt.body), _ast_list(node, "body"), scope, guards, loop, conditional, prefix)
+            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, loop, conditional, prefix)
         elif isinstance(stmt, cst.Match):
             self.exprs_calls(stmt.subject, getattr(node, "subject", None), line, scope, guards, loop)
-            cases = _ast_list(node, "cases")
+            cases = cn.ast_list(node, "cases")
             for i, case in enumerate(stmt.cases):
                 cnode = cases[i] if i < len(cases) else None
-                walk(_body(case.body), _ast_list(cnode, "body"), scope, guards, loop, True, prefix)
+                walk(cn.body(case.body), cn.ast_list(cnode, "body"), scope, guards, loop, True, prefix)
         else:
             self.small_stmt(stmt, node, line, scope, guards, loop, conditional)
 
     def small_stmt(self, stmt, node, line, scope, guards, loop, conditional) -> None:
         if isinstance(stmt, cst.Import):
             for alias in stmt.names:
-                full = _dotted_cst(alias.name)
+                full = cn.dotted_cst(alias.name)
                 if alias.asname is not None:
-                    self.bind_import(scope, _name_of(alias.asname.name), full, line, conditional)
+                    self.bind_import(scope, cn.name_of(alias.asname.name), full, line, conditional)
                 else:
                     top = full.split(".")[0]
                     self.bind_import(scope, top, top, line, conditional)
@@ -213,8 +213,8 @@ class _ModuleWalker:
                     self.s.star_imports.append(base)
                 return
             for alias in stmt.names:
-                name = _name_of(alias.name)
-                local = _name_of(alias.asname.name) if alias.asname is not None else name
+                name = cn.name_of(alias.name)
+                local = cn.name_of(alias.asname.name) if alias.asname is not None else name
                 self.bind_import(scope, local, f"{base}.{name}" if base else name, line, conditional)
             return
         # expressions inside any other small statement: record their calls
@@ -225,7 +225,7 @@ class _ModuleWalker:
                 self.bind_target(target.target, value, scope, line, conditional)
         elif isinstance(stmt, cst.AnnAssign):
             value = self.expr(stmt.value) if stmt.value is not None else None
-            annotation = _annotation(stmt.annotation.annotation)
+            annotation = cn.annotation(stmt.annotation.annotation)
             self.annotate(stmt.target, annotation, scope)
             if value is not None:
                 self.bind_target(stmt.target, value, scope, line, conditional)
@@ -242,19 +242,19 @@ class _ModuleWalker:
         decorators = tuple(self.expr(d.decorator) for d in stmt.decorators)
         for decorator in decorators:
             self.note_fake(decorator)
-        params = tuple(p.name.value for p in _all_params(stmt.params))
+        params = tuple(p.name.value for p in cn.all_params(stmt.params))
         def_line = node.lineno if node is not None else line
         summary = FunctionSummary(qualname, name, def_line, cls, parent, params, decorators)
         positional = [*stmt.params.posonly_params, *stmt.params.params]
         summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
                          isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
         if stmt.returns is not None:
-            summary.returns_annotation = _annotation_text(stmt.returns.annotation)
+            summary.returns_annotation = cn.annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both
             qualname = f"{qualname}@{def_line}"
             summary.qualname = qualname
         self.s.functions[qualname] = summary
-        decorator_nodes = _ast_list(node, "decorator_list")
+        decorator_nodes = cn.ast_list(node, "decorator_list")
         for i, d in enumerate(stmt.decorators):
             d_node = decorator_nodes[i] if i < len(decorator_nodes) else None
             self.exprs_calls(d.decorator, d_node, def_line, scope, (), "")
@@ -265,7 +265,7 @@ class _ModuleWalker:
             scope.cls.methods.setdefault(name, qualname)
         else:
             self.s.bindings.setdefault(name, []).append(Binding("def", qualname, def_line, conditional))
-        self.walk_block(_body(stmt.body), _ast_list(node, "body"), _Scope(function=summary),
+        self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(function=summary),
                         (), "", False, f"{qualname}.<locals>.")
 
     def define_class(self, stmt: cst.ClassDef, node, line, scope, conditional, prefix) -> None:
@@ -280,7 +280,7 @@ class _ModuleWalker:
             scope.function.assigns.setdefault(name, []).append(("cls", qualname))
         elif scope.cls is None:
             self.s.bindings.setdefault(name, []).append(Binding("class", qualname, def_line, conditional))
-        self.walk_block(_body(stmt.body), _ast_list(node, "body"), _Scope(cls=summary), (), "", False, f"{qualname}.")
+        self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(cls=summary), (), "", False, f"{qualname}.")
 
     # ----- bindings ---------------------------------------------------------------------------
 
@@ -323,7 +323,7 @@ class _ModuleWalker:
             scope.function.annotations[target.value] = annotation
 
     def resolve_from(self, stmt: cst.ImportFrom) -> str | None:
-        module = _dotted_cst(stmt.module) if stmt.module is not None else ""
+        module = cn.dotted_cst(stmt.module) if stmt.module is not None else ""
         dots = len(stmt.relative)
         if not dots:
             return module
@@ -343,7 +343,7 @@ class _ModuleWalker:
         """Remember fake-implementation registrations (a custom op without one is a hard error)."""
         head = expr[1] if expr and expr[0] == "c" else expr
         if head and head[0] == "a" and head[2] == "register_fake":
-            base = _dotted_ir(head[1])
+            base = cn.dotted_ir(head[1])
             if base in ("torch.library", "library"):
                 self.s.string_fakes = True
             elif base:
@@ -353,13 +353,13 @@ class _ModuleWalker:
         """Record every call inside an expression (or small statement), outermost first."""
         if scope.function is None:
             if scope.cls is None and isinstance(root, (cst.Expr, cst.Assign)):
-                for call in _collect_calls(root):
+                for call in cn.collect_calls(root):
                     self.note_fake(self.expr(call))
             return
-        calls = _collect_calls(root)
+        calls = cn.collect_calls(root)
         if not calls:
             return
-        lines = _call_lines(node, calls) if node is not None else None
+        lines = cn.call_lines(node, calls) if node is not None else None
         line = getattr(node, "lineno", line)
         for i, call in enumerate(calls):
             func = self.expr(call.func)
@@ -369,262 +369,7 @@ class _ModuleWalker:
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop))
 
     def expr(self, node) -> Expr:
-        return _expr(node)
+        return cn.expr(node)
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------
-
-
-def _dotted_ir(expr: Expr) -> str:
-    from dynacheck.static.ir import dotted
-
-    return dotted(expr) or ""
-
-
-def _annotation_text(node) -> str:
-    try:
-        return cst.Module(body=()).code_for_node(node)[:120]
-    except Exception:  # noqa: BLE001 - code generation of an odd node: the text is only a hint
-        return ""
-
-
-def _annotation(node) -> Expr:
-    """A type annotation as the classes it names: Optional[X], Union[X, Y], X | None, "X"."""
-    if isinstance(node, cst.Subscript):
-        head = _dotted_cst(node.value).rpartition(".")[2]
-        if head in ("Optional", "Union"):
-            inner = [getattr(e.slice, "value", None) for e in node.slice]
-            return ("q", tuple(_annotation(i) for i in inner if i is not None))
-        return _expr(node.value)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        return ("q", (_annotation(node.left), _annotation(node.right)))
-    if isinstance(node, cst.SimpleString):
-        text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
-        try:
-            return _annotation(cst.parse_expression(text)) if text else UNKNOWN
-        except cst.ParserSyntaxError:
-            return UNKNOWN
-    return _expr(node)
-
-
-def _expr(node, depth: int = 0) -> Expr:
-    if node is None or depth > 30:
-        return UNKNOWN
-    if isinstance(node, cst.Name):
-        return ("n", node.value)
-    if isinstance(node, cst.Attribute):
-        return ("a", _expr(node.value, depth + 1), node.attr.value)
-    if isinstance(node, cst.Call):
-        args = tuple(_expr(a.value, depth + 1) for a in node.args if a.keyword is None and not a.star)
-        kwargs = tuple((a.keyword.value, _expr(a.value, depth + 1)) for a in node.args if a.keyword is not None)
-        return ("c", _expr(node.func, depth + 1), args, kwargs)
-    if isinstance(node, cst.Subscript):
-        return ("s", _expr(node.value, depth + 1))
-    if isinstance(node, cst.Lambda):
-        params = tuple(p.name.value for p in _all_params(node.params))
-        return ("l", params, _expr(node.body, depth + 1))
-    if isinstance(node, cst.Dict):
-        return ("d", tuple(_expr(e.value, depth + 1) for e in node.elements if isinstance(e, cst.DictElement)))
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        return ("q", tuple(_expr(e.value, depth + 1) for e in node.elements))
-    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
-        return ("q", (_expr(node.elt, depth + 1),))
-    if isinstance(node, cst.IfExp):
-        return ("if", _expr(node.body, depth + 1), _expr(node.orelse, depth + 1))
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-        return ("not", _expr(node.expression, depth + 1))
-    if isinstance(node, cst.BooleanOperation):
-        kind = "and" if isinstance(node.operator, cst.And) else "or"
-        return (kind, (_expr(node.left, depth + 1), _expr(node.right, depth + 1)))
-    if isinstance(node, cst.Await):
-        return _expr(node.expression, depth + 1)
-    if isinstance(node, cst.NamedExpr):
-        return _expr(node.value, depth + 1)
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
-                         cst.FormattedString, cst.Imaginary)):
-        return CONST
-    if isinstance(node, cst.BinaryOperation):
-        return ("op", _expr(node.left, depth + 1), _expr(node.right, depth + 1))
-    if isinstance(node, cst.Comparison):
-        return ("cmp", _expr(node.left, depth + 1))
-    return UNKNOWN
-
-
-def _collect_calls(root) -> list[cst.Call]:
-    """Calls in source order (outer before inner), not descending into nested defs or lambdas."""
-    found: list[cst.Call] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if type(node) is cst.Call:
-            found.append(node)
-        children = _expr_children(node)
-        if children:
-            stack.extend(reversed(children))
-    return found
-
-
-def _expr_children(node) -> list:
-    """Children worth descending into for calls: a table for common nodes, libcst's list otherwise."""
-    get = _CHILDREN.get(type(node))
-    if get is not None:
-        return get(node)
-    return [c for c in node.children if not isinstance(c, _WHITESPACE)]
-
-
-def _elements(node) -> list:
-    return [e.value for e in node.elements]
-
-
-def _comp(node) -> list:
-    out = [node.elt] if hasattr(node, "elt") else [node.key, node.value]
-    f = node.for_in
-    while f is not None:
-        out.append(f.iter)
-        out.extend(i.test for i in f.ifs)
-        f = f.inner_for_in
-    return out
-
-
-_WHITESPACE = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.Newline, cst.Comment,
-               cst.EmptyLine, cst.TrailingWhitespace)
-_NONE: list = []
-_CHILDREN = {
-    cst.Call: lambda n: [n.func, *(a.value for a in n.args)],
-    cst.Attribute: lambda n: [n.value],
-    cst.Name: lambda n: _NONE,
-    cst.Integer: lambda n: _NONE,
-    cst.Float: lambda n: _NONE,
-    cst.SimpleString: lambda n: _NONE,
-    cst.ConcatenatedString: lambda n: _NONE,
-    cst.Ellipsis: lambda n: _NONE,
-    cst.Expr: lambda n: [n.value],
-    cst.Assign: lambda n: [n.value],
-    cst.AugAssign: lambda n: [n.value],
-    cst.AnnAssign: lambda n: [n.value] if n.value is not None else _NONE,
-    cst.Return: lambda n: [n.value] if n.value is not None else _NONE,
-    cst.Raise: lambda n: [n.exc] if n.exc is not None else _NONE,
-    cst.Assert: lambda n: [n.test],
-    cst.Pass: lambda n: _NONE,
-    cst.Break: lambda n: _NONE,
-    cst.Continue: lambda n: _NONE,
-    cst.Global: lambda n: _NONE,
-    cst.Nonlocal: lambda n: _NONE,
-    cst.Del: lambda n: _NONE,
-    cst.BinaryOperation: lambda n: [n.left, n.right],
-    cst.BooleanOperation: lambda n: [n.left, n.right],
-    cst.UnaryOperation: lambda n: [n.expression],
-    cst.Comparison: lambda n: [n.left, *(c.comparator for c in n.comparisons)],
-    cst.IfExp: lambda n: [n.test, n.body, n.orelse],
-    cst.Subscript: lambda n: [n.value, *(getattr(e.slice, "value", e.slice) for e in n.slice)],
-    cst.Index: lambda n: [n.value],
-    cst.Tuple: _elements,
-    cst.List: _elements,
-    cst.Set: _elements,
-    cst.Dict: lambda n: [x for e in n.elements for x in ((e.key, e.value) if isinstance(e, cst.DictElement) else (e.value,))],
-    cst.ListComp: _comp,
-    cst.SetComp: _comp,
-    cst.GeneratorExp: _comp,
-    cst.DictComp: _comp,
-    cst.Await: lambda n: [n.expression],
-    cst.NamedExpr: lambda n: [n.value],
-    cst.StarredElement: lambda n: [n.value],
-    cst.Lambda: lambda n: _NONE,
-}
-
-
-def _call_lines(node: ast.AST, calls: list[cst.Call]) -> list[int] | None:
-    """Line of each libcst call, matched to ast calls of the same statement by callee text and order."""
-    by_name: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and not _inside_skipped(sub):
-            by_name[_ast_callee(sub.func)].append((sub.lineno, sub.col_offset))
-    for spots in by_name.values():
-        spots.sort()
-    seen: dict[str, int] = defaultdict(int)
-    lines = []
-    fallback = getattr(node, "lineno", 0)
-    for call in calls:
-        key = _cst_callee(call.func)
-        spots = by_name.get(key, ())
-        index = seen[key]
-        seen[key] += 1
-        lines.append(spots[index][0] if index < len(spots) else fallback)
-    return lines
-
-
-def _inside_skipped(_node: ast.AST) -> bool:
-    return False
-
-
-def _ast_callee(func: ast.AST) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return f"{_ast_callee(func.value)}.{func.attr}"
-    if isinstance(func, ast.Call):
-        return f"{_ast_callee(func.func)}()"
-    if isinstance(func, ast.Subscript):
-        return f"{_ast_callee(func.value)}[]"
-    return "?"
-
-
-def _cst_callee(func) -> str:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return f"{_cst_callee(func.value)}.{func.attr.value}"
-    if isinstance(func, cst.Call):
-        return f"{_cst_callee(func.func)}()"
-    if isinstance(func, cst.Subscript):
-        return f"{_cst_callee(func.value)}[]"
-    return "?"
-
-
-def _flatten(stmts) -> list:
-    out = []
-    for stmt in stmts:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            out.extend(stmt.body)
-        else:
-            out.append(stmt)
-    return out
-
-
-def _body(block) -> list:
-    if isinstance(block, cst.IndentedBlock):
-        return list(block.body)
-    if isinstance(block, cst.SimpleStatementSuite):
-        return list(block.body)
-    return []
-
-
-def _ast_list(node, name: str) -> list:
-    return list(getattr(node, name, None) or []) if node is not None else []
-
-
-def _all_params(params: cst.Parameters) -> list[cst.Param]:
-    out = [*params.posonly_params, *params.params, *params.kwonly_params]
-    if isinstance(params.star_arg, cst.Param):
-        out.append(params.star_arg)
-    if params.star_kwarg is not None:
-        out.append(params.star_kwarg)
-    return out
-
-
-def _dotted_cst(node) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted_cst(node.value)}.{node.attr.value}"
-    return ""
-
-
-def _name_of(node) -> str:
-    return _dotted_cst(node) if not isinstance(node, str) else node
-
-
-def _loop_text(iterable: Expr) -> str:
-    from dynacheck.static.ir import render
-
-    return render(iterable) or "..."

@@ -1,0 +1,261 @@
+"""Pure functions over libcst nodes (and the matching `ast` nodes) used by the summary walker.
+
+Kept apart from the walker so the walker reads as "what we record" and this module as "how a
+node becomes our small expression form".
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+
+import libcst as cst
+
+from dynacheck.static.ir import CONST, UNKNOWN, Expr, dotted, render
+
+
+def dotted_ir(expr: Expr) -> str:
+    return dotted(expr) or ""
+
+
+def annotation_text(node) -> str:
+    try:
+        return cst.Module(body=()).code_for_node(node)[:120]
+    except Exception:  # noqa: BLE001 - code generation of an odd node: the text is only a hint
+        return ""
+
+
+def annotation(node) -> Expr:
+    """A type annotation as the classes it names: Optional[X], Union[X, Y], X | None, "X"."""
+    if isinstance(node, cst.Subscript):
+        head = dotted_cst(node.value).rpartition(".")[2]
+        if head in ("Optional", "Union"):
+            inner = [getattr(e.slice, "value", None) for e in node.slice]
+            return ("q", tuple(annotation(i) for i in inner if i is not None))
+        return expr(node.value)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return ("q", (annotation(node.left), annotation(node.right)))
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value if isinstance(node.evaluated_value, str) else ""
+        try:
+            return annotation(cst.parse_expression(text)) if text else UNKNOWN
+        except cst.ParserSyntaxError:
+            return UNKNOWN
+    return expr(node)
+
+
+def expr(node, depth: int = 0) -> Expr:
+    if node is None or depth > 30:
+        return UNKNOWN
+    if isinstance(node, cst.Name):
+        return ("n", node.value)
+    if isinstance(node, cst.Attribute):
+        return ("a", expr(node.value, depth + 1), node.attr.value)
+    if isinstance(node, cst.Call):
+        args = tuple(expr(a.value, depth + 1) for a in node.args if a.keyword is None and not a.star)
+        kwargs = tuple((a.keyword.value, expr(a.value, depth + 1)) for a in node.args if a.keyword is not None)
+        return ("c", expr(node.func, depth + 1), args, kwargs)
+    if isinstance(node, cst.Subscript):
+        return ("s", expr(node.value, depth + 1))
+    if isinstance(node, cst.Lambda):
+        params = tuple(p.name.value for p in all_params(node.params))
+        return ("l", params, expr(node.body, depth + 1))
+    if isinstance(node, cst.Dict):
+        return ("d", tuple(expr(e.value, depth + 1) for e in node.elements if isinstance(e, cst.DictElement)))
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return ("q", tuple(expr(e.value, depth + 1) for e in node.elements))
+    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return ("q", (expr(node.elt, depth + 1),))
+    if isinstance(node, cst.IfExp):
+        return ("if", expr(node.body, depth + 1), expr(node.orelse, depth + 1))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return ("not", expr(node.expression, depth + 1))
+    if isinstance(node, cst.BooleanOperation):
+        kind = "and" if isinstance(node.operator, cst.And) else "or"
+        return (kind, (expr(node.left, depth + 1), expr(node.right, depth + 1)))
+    if isinstance(node, cst.Await):
+        return expr(node.expression, depth + 1)
+    if isinstance(node, cst.NamedExpr):
+        return expr(node.value, depth + 1)
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
+                         cst.FormattedString, cst.Imaginary)):
+        return CONST
+    if isinstance(node, cst.BinaryOperation):
+        return ("op", expr(node.left, depth + 1), expr(node.right, depth + 1))
+    if isinstance(node, cst.Comparison):
+        return ("cmp", expr(node.left, depth + 1))
+    return UNKNOWN
+
+
+def collect_calls(root) -> list[cst.Call]:
+    """Calls in source order (outer before inner), not descending into nested defs or lambdas."""
+    found: list[cst.Call] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call:
+            found.append(node)
+        children = expr_children(node)
+        if children:
+            stack.extend(reversed(children))
+    return found
+
+
+def expr_children(node) -> list:
+    """Children worth descending into for calls: a table for common nodes, libcst's list otherwise."""
+    get = _CHILDREN.get(type(node))
+    if get is not None:
+        return get(node)
+    return [c for c in node.children if not isinstance(c, _WHITESPACE)]
+
+
+def elements(node) -> list:
+    return [e.value for e in node.elements]
+
+
+def comp(node) -> list:
+    out = [node.elt] if hasattr(node, "elt") else [node.key, node.value]
+    f = node.for_in
+    while f is not None:
+        out.append(f.iter)
+        out.extend(i.test for i in f.ifs)
+        f = f.inner_for_in
+    return out
+
+
+_WHITESPACE = (cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.Newline, cst.Comment,
+               cst.EmptyLine, cst.TrailingWhitespace)
+_NONE: list = []
+_CHILDREN = {
+    cst.Call: lambda n: [n.func, *(a.value for a in n.args)],
+    cst.Attribute: lambda n: [n.value],
+    cst.Name: lambda n: _NONE,
+    cst.Integer: lambda n: _NONE,
+    cst.Float: lambda n: _NONE,
+    cst.SimpleString: lambda n: _NONE,
+    cst.ConcatenatedString: lambda n: _NONE,
+    cst.Ellipsis: lambda n: _NONE,
+    cst.Expr: lambda n: [n.value],
+    cst.Assign: lambda n: [n.value],
+    cst.AugAssign: lambda n: [n.value],
+    cst.AnnAssign: lambda n: [n.value] if n.value is not None else _NONE,
+    cst.Return: lambda n: [n.value] if n.value is not None else _NONE,
+    cst.Raise: lambda n: [n.exc] if n.exc is not None else _NONE,
+    cst.Assert: lambda n: [n.test],
+    cst.Pass: lambda n: _NONE,
+    cst.Break: lambda n: _NONE,
+    cst.Continue: lambda n: _NONE,
+    cst.Global: lambda n: _NONE,
+    cst.Nonlocal: lambda n: _NONE,
+    cst.Del: lambda n: _NONE,
+    cst.BinaryOperation: lambda n: [n.left, n.right],
+    cst.BooleanOperation: lambda n: [n.left, n.right],
+    cst.UnaryOperation: lambda n: [n.expression],
+    cst.Comparison: lambda n: [n.left, *(c.comparator for c in n.comparisons)],
+    cst.IfExp: lambda n: [n.test, n.body, n.orelse],
+    cst.Subscript: lambda n: [n.value, *(getattr(e.slice, "value", e.slice) for e in n.slice)],
+    cst.Index: lambda n: [n.value],
+    cst.Tuple: elements,
+    cst.List: elements,
+    cst.Set: elements,
+    cst.Dict: lambda n: [x for e in n.elements for x in ((e.key, e.value) if isinstance(e, cst.DictElement) else (e.value,))],
+    cst.ListComp: comp,
+    cst.SetComp: comp,
+    cst.GeneratorExp: comp,
+    cst.DictComp: comp,
+    cst.Await: lambda n: [n.expression],
+    cst.NamedExpr: lambda n: [n.value],
+    cst.StarredElement: lambda n: [n.value],
+    cst.Lambda: lambda n: _NONE,
+}
+
+
+def call_lines(node: ast.AST, calls: list[cst.Call]) -> list[int] | None:
+    """Line of each libcst call, matched to ast calls of the same statement by callee text and order."""
+    by_name: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            by_name[ast_callee(sub.func)].append((sub.lineno, sub.col_offset))
+    for spots in by_name.values():
+        spots.sort()
+    seen: dict[str, int] = defaultdict(int)
+    lines = []
+    fallback = getattr(node, "lineno", 0)
+    for call in calls:
+        key = cst_callee(call.func)
+        spots = by_name.get(key, ())
+        index = seen[key]
+        seen[key] += 1
+        lines.append(spots[index][0] if index < len(spots) else fallback)
+    return lines
+
+
+def ast_callee(func: ast.AST) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return f"{ast_callee(func.value)}.{func.attr}"
+    if isinstance(func, ast.Call):
+        return f"{ast_callee(func.func)}()"
+    if isinstance(func, ast.Subscript):
+        return f"{ast_callee(func.value)}[]"
+    return "?"
+
+
+def cst_callee(func) -> str:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return f"{cst_callee(func.value)}.{func.attr.value}"
+    if isinstance(func, cst.Call):
+        return f"{cst_callee(func.func)}()"
+    if isinstance(func, cst.Subscript):
+        return f"{cst_callee(func.value)}[]"
+    return "?"
+
+
+def flatten(stmts) -> list:
+    out = []
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out.extend(stmt.body)
+        else:
+            out.append(stmt)
+    return out
+
+
+def body(block) -> list:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    if isinstance(block, cst.SimpleStatementSuite):
+        return list(block.body)
+    return []
+
+
+def ast_list(node, name: str) -> list:
+    return list(getattr(node, name, None) or []) if node is not None else []
+
+
+def all_params(params: cst.Parameters) -> list[cst.Param]:
+    out = [*params.posonly_params, *params.params, *params.kwonly_params]
+    if isinstance(params.star_arg, cst.Param):
+        out.append(params.star_arg)
+    if params.star_kwarg is not None:
+        out.append(params.star_kwarg)
+    return out
+
+
+def dotted_cst(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted_cst(node.value)}.{node.attr.value}"
+    return ""
+
+
+def name_of(node) -> str:
+    return dotted_cst(node) if not isinstance(node, str) else node
+
+
+def loop_text(iterable: Expr) -> str:
+    return render(iterable) or "..."
