@@ -1,89 +1,36 @@
 """What an expression may evaluate to, statically: the resolver behind every hop.
 
-Values carry how they were believed (`via`) and how sure we are (`confidence`), so a chain can
-say "self method", "attribute type", "class hierarchy fallback" hop by hop.
+Names, attributes, calls, containers and factories are evaluated here; the class side (MRO,
+super(), instance attributes, subclasses) lives in `classes.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from dynacheck import model as m
+from dynacheck.static.classes import ClassModel
 from dynacheck.static.index import Index
-from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.summary import FunctionSummary, ModuleSummary
-
-MAX_DEPTH = 12
-MAX_VALUES = 64
-MAX_HIERARCHY = 256
-
-# Calls of external factories whose result type matters to the rules.
-EXTERNAL_FACTORIES = {
-    "logging.getLogger": "logging.Logger",
-    "logging.Logger": "logging.Logger",
-    "threading.Lock": "threading.Lock",
-    "threading.RLock": "threading.RLock",
-    "threading.Condition": "threading.Condition",
-    "threading.Semaphore": "threading.Semaphore",
-    "threading.Event": "threading.Event",
-    "multiprocessing.Lock": "threading.Lock",
-    "filelock.FileLock": "filelock.FileLock",
-    "builtins.open": "io.TextIOWrapper",
-    "io.open": "io.TextIOWrapper",
-    "pathlib.Path": "pathlib.Path",
-    "datetime.datetime.now": "datetime.datetime",
-    "tvm_ffi.load_module": "tvm_ffi.Module",
-    "torch.utils.cpp_extension.load": "torch.utils.cpp_extension.Module",
-    "torch.utils.cpp_extension.load_inline": "torch.utils.cpp_extension.Module",
-    "ctypes.CDLL": "ctypes.CDLL",
-}
-CONTAINER_FACTORIES = {
-    "builtins.list", "builtins.tuple", "builtins.set", "builtins.dict",
-    "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
-    "torch.nn.modules.container.ModuleList",
-}
-NAMESPACE_FACTORIES = {"types.SimpleNamespace", "argparse.Namespace"}
-NN_MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"}
-BUILTINS = frozenset(dir(__import__("builtins")))
+from dynacheck.static.ir import Expr
+from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
+    BUILTINS,
+    CONST,
+    CONTAINER_FACTORIES,
+    EXTERNAL_FACTORIES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    NAMESPACE_FACTORIES,
+    UNKNOWN,
+    Scope,
+    Value,
+    bound_key,
+    dedupe,
+    vague,
+    weaker,
+)
 
 
-@dataclass(frozen=True)
-class Value:
-    kind: str  # func | cls | inst | ext | extinst | mod | cont | ns | lam | const | unknown
-    module: str = ""
-    name: str = ""  # qualname (func/cls/inst), dotted (ext/extinst), module name (mod)
-    via: str = m.VIA_IMPORT
-    confidence: str = "high"
-    items: tuple = ()  # cont: Values; ns: (attr, Value) pairs
-    self_cls: "Value | None" = None  # func: the receiver's class when called as a bound method
-    scope: "Scope | None" = None  # lam: where its body is evaluated
-    expr: Expr | None = None  # lam body
-    note: str = ""
-
-    def key(self) -> tuple:
-        return (self.kind, self.module, self.name, self.self_cls.name if self.self_cls else "")
-
-
-UNKNOWN = Value("unknown")
-CONST = Value("const")
-
-
-@dataclass(eq=False)
-class Scope:
-    """Where names are looked up: a function (with its receiver class and bound params) in a module."""
-
-    module: ModuleSummary
-    function: FunctionSummary | None = None
-    self_cls: Value | None = None
-    bound: tuple[tuple[str, tuple[Value, ...]], ...] = ()
-    parent: "Scope | None" = None
-
-
-def weaker(a: str, b: str) -> str:
-    return a if m.confidence_rank(a) < m.confidence_rank(b) else b
-
-
-class Evaluator:
+class Evaluator(ClassModel):
     def __init__(self, index: Index) -> None:
         self.index = index
         self._returns: dict[tuple, tuple[Value, ...]] = {}
@@ -121,7 +68,7 @@ class Evaluator:
         kind = expr[0]
         handler = _HANDLERS.get(kind)
         values = handler(self, expr, scope, depth) if handler else [UNKNOWN]
-        return _dedupe(values)
+        return dedupe(values)
 
     def _name(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return self.lookup(expr[1], scope, depth)
@@ -131,7 +78,7 @@ class Evaluator:
         if scope.function is None:
             return self.global_value(scope.module.module, name, depth)
         key = (scope.module.module, scope.function.qualname, scope.self_cls.name if scope.self_cls else "",
-               _bound_key(scope.bound), name)
+               bound_key(scope.bound), name)
         cached = self._names.get(key)
         if cached is not None:
             return list(cached)
@@ -264,98 +211,6 @@ class Evaluator:
             return [v for name, v in base.items if name == attr] or [UNKNOWN]
         return [Value("unknown", name=attr)]
 
-    def _class_member(self, base: Value, attr: str, depth: int, via_self: bool) -> list[Value]:
-        is_instance = base.kind == "inst"
-        external: Value | None = None
-        for cls in self.mro(base):
-            if cls.kind == "ext":
-                external = external or cls
-                continue
-            summary = self.index.klass(cls.module, cls.name)
-            if summary is None:
-                continue
-            if attr in summary.methods:
-                via = m.VIA_SELF if via_self else (m.VIA_ATTR_TYPE if base.via not in (m.VIA_HIERARCHY,) else base.via)
-                return [Value("func", cls.module, summary.methods[attr], via, base.confidence,
-                              self_cls=replace(base, kind="cls") if is_instance else None)]
-            if attr in summary.attrs:
-                scope = self.module_scope(cls.module)
-                if scope is not None:
-                    return [v for e in summary.attrs[attr] for v in self.eval(e, scope, depth + 1)]
-        if is_instance:
-            found = self.instance_attribute(base, attr, depth)
-            if any(v.kind != "unknown" for v in found) or external is None:
-                return found
-        if external is not None:
-            return [Value("ext", name=f"{external.name}.{attr}", confidence=base.confidence, note="method")]
-        return [Value("unknown", name=attr)]
-
-    def _super_member(self, base: Value, attr: str, depth: int) -> list[Value]:
-        """super().attr: look past the class that defines the calling method in self's MRO."""
-        owner_module, _, owner = base.note.partition(":")
-        inst = replace(base, kind="inst", note="")
-        order = self.mro(inst)
-        past = False
-        for cls in order:
-            if past:
-                if cls.kind == "ext":
-                    return [Value("ext", name=f"{cls.name}.{attr}", note="method")]
-                summary = self.index.klass(cls.module, cls.name)
-                if summary is not None and attr in summary.methods:
-                    return [Value("func", cls.module, summary.methods[attr], m.VIA_SUPER, base.confidence,
-                                  self_cls=replace(inst, kind="cls"))]
-            elif (cls.module, cls.name) == (owner_module, owner):
-                past = True
-        return [Value("unknown", name=attr)]
-
-    def instance_attribute(self, inst: Value, attr: str, depth: int) -> list[Value]:
-        """`self.attr` from assignments in any method of the class and its bases; hierarchy if unknown."""
-        key = (inst.module, inst.name, attr)
-        if key in self._attrs:
-            return list(self._attrs[key])
-        if key in self._active:
-            return [UNKNOWN]
-        self._active.add(key)
-        values: list[Value] = []
-        annotations: list[tuple] = []
-        try:
-            for cls in self.mro(inst):
-                summary = self.index.klass(cls.module, cls.name)
-                module = self.index.module(cls.module)
-                if summary is None or module is None:
-                    continue
-                for method_qualname in summary.methods.values():
-                    fn = module.functions.get(method_qualname)
-                    if fn is None:
-                        continue
-                    scope = Scope(module, fn, replace(inst, kind="cls"))
-                    for expr in fn.self_assigns.get(attr, ()):
-                        values.extend(self.eval(expr, scope, depth + 1))
-                    if f"self.{attr}" in fn.annotations:
-                        annotations.append((fn.annotations[f"self.{attr}"], scope))
-            known = [v for v in values if v.kind not in ("unknown", "const")]
-            if annotations and len(known) < len(values) or (annotations and not values):
-                for annotation, scope in annotations:
-                    known.extend(self._annotated(annotation, scope, depth, hierarchy=True))
-            result = tuple(_dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL)
-                                    else v for v in known], limit=MAX_HIERARCHY))
-        finally:
-            self._active.discard(key)
-        self._attrs[key] = result
-        return list(result) or [Value("unknown", name=attr)]
-
-    def _annotated(self, annotation: Expr, scope: Scope, depth: int, hierarchy: bool = False) -> list[Value]:
-        parts = annotation[1] if annotation and annotation[0] == "q" else (annotation,)
-        classes = [v for part in parts for v in self.eval(part, scope, depth + 1) if v.kind == "cls"]
-        out: list[Value] = []
-        for cls in classes:
-            out.append(replace(cls, kind="inst", via=m.VIA_ATTR_TYPE, confidence="medium"))
-            if hierarchy:
-                for sub in self.subclasses(cls):
-                    out.append(replace(sub, kind="inst", via=m.VIA_HIERARCHY, confidence="low",
-                                       note=f"subclass of {cls.name}; the attribute's class is not known statically"))
-        return out
-
     def _call(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         if expr[1] == ("n", "super") and scope.self_cls is not None and scope.function is not None:
             owner = scope.function.cls
@@ -363,7 +218,7 @@ class Evaluator:
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
-        if all(_vague(v) for v in out) and any(a and a[0] == "l" for a in (*expr[2], *(v for _, v in expr[3]))):
+        if all(vague(v) for v in out) and any(a and a[0] == "l" for a in (*expr[2], *(v for _, v in expr[3]))):
             products = [p for p in self.factory_products(expr, scope, depth) if p.kind != "unknown"]
             if products:  # make_layers(n, lambda i: Block(i)): a container of what the lambda builds
                 return [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
@@ -403,7 +258,7 @@ class Evaluator:
             if scope is not None and scope.function is not None:
                 for expr in scope.function.returns:
                     values.extend(self.eval(expr, scope, depth + 1))
-            result = tuple(replace(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in _dedupe(values))
+            result = tuple(replace(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
         finally:
             self._active.discard(key)
         self._returns[key] = result[:MAX_VALUES]
@@ -417,7 +272,7 @@ class Evaluator:
                     items.extend(self.eval(inner, scope, depth + 1))
             else:
                 items.extend(self.eval(element, scope, depth + 1))
-        return Value("cont", items=tuple(_dedupe(items))[:MAX_VALUES], via=m.VIA_FACTORY)
+        return Value("cont", items=tuple(dedupe(items))[:MAX_VALUES], via=m.VIA_FACTORY)
 
     def _subscript(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         base = expr[1]
@@ -427,15 +282,9 @@ class Evaluator:
         for value in self.eval(base, scope, depth + 1):
             if value.kind == "cont":
                 out.extend(replace(v, via=value.via if v.via == m.VIA_IMPORT else v.via) for v in value.items)
-            elif value.kind == "inst":
-                products = self._container_attr_products(value, depth)
-                out.extend(products or [UNKNOWN])
             else:
                 out.append(UNKNOWN)
         return out
-
-    def _container_attr_products(self, value: Value, depth: int) -> list[Value]:
-        return []
 
     def _index(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         call, position = expr[1], expr[2]
@@ -474,7 +323,7 @@ class Evaluator:
 
     def _dict(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         items = [v for e in expr[1] for v in self.eval(e, scope, depth + 1)]
-        return [Value("cont", items=tuple(_dedupe([replace(v, via=m.VIA_DISPATCH) for v in items]))[:MAX_VALUES],
+        return [Value("cont", items=tuple(dedupe([replace(v, via=m.VIA_DISPATCH) for v in items]))[:MAX_VALUES],
                       via=m.VIA_DISPATCH)]
 
     def _either(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
@@ -482,85 +331,6 @@ class Evaluator:
 
     def _iterated(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return self._subscript(("s", expr[1]), scope, depth)
-
-    # ----- classes -----------------------------------------------------------------------------
-
-    def mro(self, cls: Value) -> tuple[Value, ...]:
-        """Classes in method-resolution order (depth-first, left to right, duplicates dropped)."""
-        key = (cls.module, cls.name)
-        if key in self._mro:
-            return self._mro[key]
-        self._mro[key] = (replace(cls, kind="cls"),)  # cycle guard
-        order: list[Value] = [replace(cls, kind="cls")]
-        summary = self.index.klass(cls.module, cls.name)
-        if summary is not None:
-            scope = self.module_scope(cls.module)
-            for base_expr in summary.bases:
-                for base in self.eval(base_expr, scope, 1) if scope else []:
-                    if base.kind == "cls":
-                        order.extend(b for b in self.mro(base) if b.key() not in {o.key() for o in order})
-                    elif base.kind == "ext":
-                        order.append(base)
-        result = tuple(order)
-        self._mro[key] = result
-        return result
-
-    def is_nn_module(self, cls: Value) -> bool:
-        for base in self.mro(cls):
-            if base.kind == "ext" and (base.name in NN_MODULE_BASES or base.name.endswith("nn.Module")):
-                return True
-        return False
-
-    def subclasses(self, cls: Value) -> list[Value]:
-        """Every class in the trees that inherits from `cls` (parsing only files that name a base)."""
-        found: list[Value] = []
-        seen = {(cls.module, cls.name)}
-        frontier = [cls]
-        while frontier and len(found) < 200:
-            current = frontier.pop()
-            short = current.name.rpartition(".")[2]
-            for module in sorted(self.index.modules_naming_base(short)):
-                summary = self.index.module(module)
-                if summary is None:
-                    continue
-                scope = Scope(summary)
-                for qualname, klass in summary.classes.items():
-                    if (module, qualname) in seen:
-                        continue
-                    for base_expr in klass.bases:
-                        if (dotted(base_expr) or "").rpartition(".")[2] != short:
-                            continue
-                        if any(b.kind == "cls" and (b.module, b.name) == (current.module, current.name)
-                               for b in self.eval(base_expr, scope, 1)):
-                            sub = Value("cls", module, qualname, m.VIA_HIERARCHY, "low")
-                            seen.add((module, qualname))
-                            found.append(sub)
-                            frontier.append(sub)
-                            break
-        return found
-
-
-def _bound_key(bound: tuple) -> tuple:
-    return tuple((name, tuple(v.key() for v in values)) for name, values in bound)
-
-
-def _vague(value: Value) -> bool:
-    """Nothing known: an unknown, or a container of unknowns."""
-    if value.kind == "unknown":
-        return True
-    return value.kind == "cont" and all(v.kind == "unknown" for v in value.items)
-
-
-def _dedupe(values: list[Value], limit: int = MAX_VALUES) -> list[Value]:
-    seen: set = set()
-    out: list[Value] = []
-    for value in values:
-        key = value.key() + (value.kind != "cont" or id(value),)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(value)
-    return out[:limit] if len(out) > limit else out
 
 
 _HANDLERS = {

@@ -1,0 +1,162 @@
+"""The class side of evaluation: members through the MRO, super(), instance attributes, subclasses.
+
+A mixin of the evaluator: `self.eval`, `self.index` and the memo tables live there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dynacheck import model as m
+from dynacheck.static.ir import Expr, dotted
+from dynacheck.static.value_types import MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe
+
+
+class ClassModel:
+    def _class_member(self, base: Value, attr: str, depth: int, via_self: bool) -> list[Value]:
+        is_instance = base.kind == "inst"
+        external: Value | None = None
+        for cls in self.mro(base):
+            if cls.kind == "ext":
+                external = external or cls
+                continue
+            summary = self.index.klass(cls.module, cls.name)
+            if summary is None:
+                continue
+            if attr in summary.methods:
+                via = m.VIA_SELF if via_self else (m.VIA_ATTR_TYPE if base.via not in (m.VIA_HIERARCHY,) else base.via)
+                return [Value("func", cls.module, summary.methods[attr], via, base.confidence,
+                              self_cls=replace(base, kind="cls") if is_instance else None)]
+            if attr in summary.attrs:
+                scope = self.module_scope(cls.module)
+                if scope is not None:
+                    return [v for e in summary.attrs[attr] for v in self.eval(e, scope, depth + 1)]
+        if is_instance:
+            found = self.instance_attribute(base, attr, depth)
+            if any(v.kind != "unknown" for v in found) or external is None:
+                return found
+        if external is not None:
+            return [Value("ext", name=f"{external.name}.{attr}", confidence=base.confidence, note="method")]
+        return [Value("unknown", name=attr)]
+
+    def _super_member(self, base: Value, attr: str, depth: int) -> list[Value]:
+        """super().attr: look past the class that defines the calling method in self's MRO."""
+        owner_module, _, owner = base.note.partition(":")
+        inst = replace(base, kind="inst", note="")
+        order = self.mro(inst)
+        past = False
+        for cls in order:
+            if past:
+                if cls.kind == "ext":
+                    return [Value("ext", name=f"{cls.name}.{attr}", note="method")]
+                summary = self.index.klass(cls.module, cls.name)
+                if summary is not None and attr in summary.methods:
+                    return [Value("func", cls.module, summary.methods[attr], m.VIA_SUPER, base.confidence,
+                                  self_cls=replace(inst, kind="cls"))]
+            elif (cls.module, cls.name) == (owner_module, owner):
+                past = True
+        return [Value("unknown", name=attr)]
+
+    def instance_attribute(self, inst: Value, attr: str, depth: int) -> list[Value]:
+        """`self.attr` from assignments in any method of the class and its bases; hierarchy if unknown."""
+        key = (inst.module, inst.name, attr)
+        if key in self._attrs:
+            return list(self._attrs[key])
+        if key in self._active:
+            return [UNKNOWN]
+        self._active.add(key)
+        values: list[Value] = []
+        annotations: list[tuple] = []
+        try:
+            for cls in self.mro(inst):
+                summary = self.index.klass(cls.module, cls.name)
+                module = self.index.module(cls.module)
+                if summary is None or module is None:
+                    continue
+                for method_qualname in summary.methods.values():
+                    fn = module.functions.get(method_qualname)
+                    if fn is None:
+                        continue
+                    scope = Scope(module, fn, replace(inst, kind="cls"))
+                    for expr in fn.self_assigns.get(attr, ()):
+                        values.extend(self.eval(expr, scope, depth + 1))
+                    if f"self.{attr}" in fn.annotations:
+                        annotations.append((fn.annotations[f"self.{attr}"], scope))
+            known = [v for v in values if v.kind not in ("unknown", "const")]
+            if annotations and len(known) < len(values) or (annotations and not values):
+                for annotation, scope in annotations:
+                    known.extend(self._annotated(annotation, scope, depth, hierarchy=True))
+            result = tuple(dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL)
+                                    else v for v in known], limit=MAX_HIERARCHY))
+        finally:
+            self._active.discard(key)
+        self._attrs[key] = result
+        return list(result) or [Value("unknown", name=attr)]
+
+    def _annotated(self, annotation: Expr, scope: Scope, depth: int, hierarchy: bool = False) -> list[Value]:
+        parts = annotation[1] if annotation and annotation[0] == "q" else (annotation,)
+        classes = [v for part in parts for v in self.eval(part, scope, depth + 1) if v.kind == "cls"]
+        out: list[Value] = []
+        for cls in classes:
+            out.append(replace(cls, kind="inst", via=m.VIA_ATTR_TYPE, confidence="medium"))
+            if hierarchy:
+                for sub in self.subclasses(cls):
+                    out.append(replace(sub, kind="inst", via=m.VIA_HIERARCHY, confidence="low",
+                                       note=f"subclass of {cls.name}; the attribute's class is not known statically"))
+        return out
+
+    # ----- classes -----------------------------------------------------------------------------
+
+    def mro(self, cls: Value) -> tuple[Value, ...]:
+        """Classes in method-resolution order (depth-first, left to right, duplicates dropped)."""
+        key = (cls.module, cls.name)
+        if key in self._mro:
+            return self._mro[key]
+        self._mro[key] = (replace(cls, kind="cls"),)  # cycle guard
+        order: list[Value] = [replace(cls, kind="cls")]
+        summary = self.index.klass(cls.module, cls.name)
+        if summary is not None:
+            scope = self.module_scope(cls.module)
+            for base_expr in summary.bases:
+                for base in self.eval(base_expr, scope, 1) if scope else []:
+                    if base.kind == "cls":
+                        order.extend(b for b in self.mro(base) if b.key() not in {o.key() for o in order})
+                    elif base.kind == "ext":
+                        order.append(base)
+        result = tuple(order)
+        self._mro[key] = result
+        return result
+
+    def is_nn_module(self, cls: Value) -> bool:
+        for base in self.mro(cls):
+            if base.kind == "ext" and (base.name in NN_MODULE_BASES or base.name.endswith("nn.Module")):
+                return True
+        return False
+
+    def subclasses(self, cls: Value) -> list[Value]:
+        """Every class in the trees that inherits from `cls` (parsing only files that name a base)."""
+        found: list[Value] = []
+        seen = {(cls.module, cls.name)}
+        frontier = [cls]
+        while frontier and len(found) < 200:
+            current = frontier.pop()
+            short = current.name.rpartition(".")[2]
+            for module in sorted(self.index.modules_naming_base(short)):
+                summary = self.index.module(module)
+                if summary is None:
+                    continue
+                scope = Scope(summary)
+                for qualname, klass in summary.classes.items():
+                    if (module, qualname) in seen:
+                        continue
+                    for base_expr in klass.bases:
+                        if (dotted(base_expr) or "").rpartition(".")[2] != short:
+                            continue
+                        if any(b.kind == "cls" and (b.module, b.name) == (current.module, current.name)
+                               for b in self.eval(base_expr, scope, 1)):
+                            sub = Value("cls", module, qualname, m.VIA_HIERARCHY, "low")
+                            seen.add((module, qualname))
+                            found.append(sub)
+                            frontier.append(sub)
+                            break
+        return found

@@ -1,0 +1,105 @@
+"""The values static evaluation deals in, the scopes names are looked up in, and their limits.
+
+A value carries how it was believed (`via`) and how sure we are (`confidence`), so a chain can
+say "self method", "attribute type", "class hierarchy fallback" hop by hop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dynacheck import model as m
+from dynacheck.static.ir import Expr
+from dynacheck.static.summary import FunctionSummary, ModuleSummary
+
+MAX_DEPTH = 12
+MAX_VALUES = 64
+MAX_HIERARCHY = 256
+
+# Calls of external factories whose result type matters to the rules.
+EXTERNAL_FACTORIES = {
+    "logging.getLogger": "logging.Logger",
+    "logging.Logger": "logging.Logger",
+    "threading.Lock": "threading.Lock",
+    "threading.RLock": "threading.RLock",
+    "threading.Condition": "threading.Condition",
+    "threading.Semaphore": "threading.Semaphore",
+    "threading.Event": "threading.Event",
+    "multiprocessing.Lock": "threading.Lock",
+    "filelock.FileLock": "filelock.FileLock",
+    "builtins.open": "io.TextIOWrapper",
+    "io.open": "io.TextIOWrapper",
+    "pathlib.Path": "pathlib.Path",
+    "datetime.datetime.now": "datetime.datetime",
+    "tvm_ffi.load_module": "tvm_ffi.Module",
+    "torch.utils.cpp_extension.load": "torch.utils.cpp_extension.Module",
+    "torch.utils.cpp_extension.load_inline": "torch.utils.cpp_extension.Module",
+    "ctypes.CDLL": "ctypes.CDLL",
+}
+CONTAINER_FACTORIES = {
+    "builtins.list", "builtins.tuple", "builtins.set", "builtins.dict",
+    "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
+    "torch.nn.modules.container.ModuleList",
+}
+NAMESPACE_FACTORIES = {"types.SimpleNamespace", "argparse.Namespace"}
+NN_MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"}
+BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str  # func | cls | inst | ext | extinst | mod | cont | ns | lam | const | unknown
+    module: str = ""
+    name: str = ""  # qualname (func/cls/inst), dotted (ext/extinst), module name (mod)
+    via: str = m.VIA_IMPORT
+    confidence: str = "high"
+    items: tuple = ()  # cont: Values; ns: (attr, Value) pairs
+    self_cls: "Value | None" = None  # func: the receiver's class when called as a bound method
+    scope: "Scope | None" = None  # lam: where its body is evaluated
+    expr: Expr | None = None  # lam body
+    note: str = ""
+
+    def key(self) -> tuple:
+        return (self.kind, self.module, self.name, self.self_cls.name if self.self_cls else "")
+
+
+UNKNOWN = Value("unknown")
+CONST = Value("const")
+
+
+@dataclass(eq=False)
+class Scope:
+    """Where names are looked up: a function (with its receiver class and bound params) in a module."""
+
+    module: ModuleSummary
+    function: FunctionSummary | None = None
+    self_cls: Value | None = None
+    bound: tuple[tuple[str, tuple[Value, ...]], ...] = ()
+    parent: "Scope | None" = None
+
+
+def weaker(a: str, b: str) -> str:
+    return a if m.confidence_rank(a) < m.confidence_rank(b) else b
+
+
+def bound_key(bound: tuple) -> tuple:
+    return tuple((name, tuple(v.key() for v in values)) for name, values in bound)
+
+
+def vague(value: Value) -> bool:
+    """Nothing known: an unknown, or a container of unknowns."""
+    if value.kind == "unknown":
+        return True
+    return value.kind == "cont" and all(v.kind == "unknown" for v in value.items)
+
+
+def dedupe(values: list[Value], limit: int = MAX_VALUES) -> list[Value]:
+    seen: set = set()
+    out: list[Value] = []
+    for value in values:
+        key = value.key() + (value.kind != "cont" or id(value),)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(value)
+    return out[:limit] if len(out) > limit else out
