@@ -84,3 +84,20 @@ def test_cli_offline_without_cached_wheel_says_so(capsys, tmp_path):
                         "--cache-dir", str(tmp_path))
     assert code == 2
     assert "offline" in err.lower() and "sglang==0.0.1" in err
+
+
+def test_the_embedded_default_is_a_demonstration_that_exits_0(capsys, monkeypatch, scan_cache):
+    import dynacheck.static.scan as engine
+
+    seen = {}
+
+    def fake_scan(targets, entries, preset, **options):  # no download in this test: record what was asked
+        seen.update(targets=targets, entries=entries, preset=preset)
+        return engine.scan_roots([ROOT], ["robfx.model:Model.forward"], cache_dir=scan_cache)
+
+    monkeypatch.setattr(engine, "scan", fake_scan)
+    code, out, err = _run(capsys, "scan", "--fail-on", "info")
+    assert seen == {"targets": ["sglang==0.5.9", "flashinfer-python==0.6.3"], "entries": [], "preset": "glm5"}
+    assert code == 1 and "scanning the default" in err
+    code, _, _ = _run(capsys, "scan")
+    assert code == 0

@@ -27,14 +27,15 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="terminal", show_default=True)
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report here instead of standard output.")
-@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default="error",
-              show_default=True, help="Exit 1 when a finding at or above this severity is found.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default=None,
+              help="Exit 1 when a finding at or above this severity is found [default: error; never for the "
+                   "embedded default scan, which is a demonstration].")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Wheels, unpacked trees and parse summaries (default ~/.cache/dynacheck).")
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every chain, not just the shortest per site.")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
-         fail_on: str, cache_dir: Path | None, offline: bool, verbose: bool) -> int:
+         fail_on: str | None, cache_dir: Path | None, offline: bool, verbose: bool) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
     Never imports or runs the scanned code.
@@ -43,8 +44,10 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
 
     if not targets and not entries and not preset:
         targets, preset = DEFAULT_TARGETS, DEFAULT_PRESET
+        fail_on = fail_on or "never"
         click.echo(f"dynacheck: no target given; scanning the default: {' + '.join(targets)}, --preset {preset}",
                    err=True)
+    fail_on = fail_on or "error"
     progress = _progress() if sys.stderr.isatty() and fmt == "terminal" else None
     try:
         result = run_scan(list(targets), list(entries), preset, cache_dir=cache_dir, offline=offline,
