@@ -175,3 +175,10 @@ def test_a_break_inside_the_layer_loop_points_to_the_inner_fix(forward):
     assert loop.site.function == "resfx.model.Model.forward" and "for" in loop.chain[-1].note
     first = loop.fixes[0]
     assert first.kind == "custom_op" and first.at != loop.site.function and first.sound
+
+
+def test_a_clock_is_moved_out_not_frozen_at_load(forward):
+    finding = _one(forward, "resfx.fast.kernel", "time.time")
+    kinds = [f.kind for f in finding.fixes]
+    assert "hoist" not in kinds and "move_out" in kinds
+    assert "would change what it returns" in next(f for f in finding.fixes if f.kind == "move_out").summary

@@ -51,8 +51,12 @@ def constant_index(chain: Sequence[Hop], facts: Sequence[HopFacts]) -> int | Non
 
 
 def place(templates: Sequence[FixTemplate], chain: Sequence[Hop], facts: Sequence[HopFacts],
-          other_hazards_below_boundary: int = 0) -> tuple[Fix, ...]:
-    """Concrete fixes for one finding, sound ones first, each with its place and one-sentence reason."""
+          other_hazards_below_boundary: int = 0, volatile: bool = False) -> tuple[Fix, ...]:
+    """Concrete fixes for one finding, sound ones first, each with its place and one-sentence reason.
+
+    `volatile`: the hazard's value changes between calls (a clock, a random draw), so computing it
+    once at load time would change behaviour: it is moved out of the compiled region instead.
+    """
     if not chain:
         return ()
     site = chain[-1]
@@ -61,13 +65,14 @@ def place(templates: Sequence[FixTemplate], chain: Sequence[Hop], facts: Sequenc
     cached_hops = [h.function for h, f in zip(chain, facts) if f.cached]
     fixes: list[Fix] = []
     for template in templates:
-        fixes.append(_one(template, chain, facts, b, boundary, site, cached_hops, other_hazards_below_boundary))
+        fixes.append(_one(template, chain, facts, b, boundary, site, cached_hops, other_hazards_below_boundary,
+                          volatile))
     fixes.sort(key=lambda f: (not f.sound,))
     return tuple(fixes)
 
 
 def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, cached_hops: list[str],
-         others: int) -> Fix:
+         others: int, volatile: bool = False) -> Fix:
     kind = template.kind
     where = dict(file=facts[b].def_file or boundary.file, line=facts[b].def_line or boundary.line)
     if kind == "custom_op":
@@ -105,6 +110,11 @@ def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, 
     if kind == "disable":
         return Fix(kind, boundary.function, "Not under fullgraph: torch.compiler.disable is itself a graph break "
                    "(GB0098), which fullgraph=True turns into an error.", sound=False)
+    if kind == "hoist" and volatile:
+        return Fix("move_out", site.function, f"Take the value outside the compiled region (read it in the "
+                   f"caller of the compiled module and pass it in): `{site.function}` changes between calls, so "
+                   "computing it once at load time would change what it returns.", file=site.file, line=site.line,
+                   sound=template.sound)
     if kind == "hoist":
         return Fix(kind, site.function, f"Compute `{site.function}`'s result at import or model load and read a "
                    "plain module global inside the forward.", file=site.file, line=site.line, sound=template.sound)

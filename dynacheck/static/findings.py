@@ -95,7 +95,8 @@ class FindingBuilder:
         below = self._hazards_below(best)
         for key, (finding, facts) in best.items():
             rule = self.catalog.get(finding.rule)
-            fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0))
+            volatile = rule.family == "time" or "random" in rule.name
+            fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0), volatile)
             findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
         findings = list(assign_fingerprints(findings))
         findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
