@@ -87,3 +87,12 @@ def test_other_hazards_on_the_path_are_listed_with_honest_confidence(glm5):
         if any(h.via == "class hierarchy fallback" for h in finding.chain):
             assert finding.confidence == "low"
     assert glm5.stats.files_parsed < glm5.stats.files_in_trees / 4  # only what the entry reaches
+
+
+def test_custom_op_fixes_are_placed_where_a_patch_can_reach(glm5):
+    for finding in glm5.findings:
+        for fix in finding.fixes:
+            if fix.kind == "custom_op" and fix.sound:
+                assert "<locals>" not in fix.at, (finding.site, fix.at)
+    kernel = next(f for f in glm5.findings if f.site.function.endswith("<locals>.fp4_quantize_sm100"))
+    assert kernel.fixes[0].at == "flashinfer.fp4_quantization.fp4_quantize"

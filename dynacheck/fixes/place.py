@@ -33,11 +33,15 @@ def boundary_index(chain: Sequence[Hop], facts: Sequence[HopFacts]) -> int:
     the first hop that enters the site's package (the library's public entry point).
     """
     site_package = chain[-1].package
+
+    def usable(i: int) -> bool:  # a function a patch can reach: not nested in another function
+        return i > 0 and chain[i].package == site_package and "<locals>" not in chain[i].function
+
     for i in range(len(chain) - 1, -1, -1):
-        if facts[i].returns_tensors and chain[i].package == site_package and i > 0:
+        if facts[i].returns_tensors and usable(i):
             return i
-    for i, hop in enumerate(chain):
-        if hop.package == site_package and i > 0:
+    for i in range(len(chain)):
+        if usable(i):
             return i
     return len(chain) - 1
 

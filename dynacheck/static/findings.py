@@ -108,7 +108,9 @@ class FindingBuilder:
         rule = self.catalog.boundary("break_in_layer_loop")
         if rule is None:
             return
-        for finding, facts in list(best.values()):
+        surest_first = sorted(best.values(), key=lambda item: (-confidence_rank(item[0].confidence),
+                                                                  len(item[0].chain)))
+        for finding, facts in surest_first:
             if finding.outcome.kind != "graph_break" or finding.rule == rule.id:
                 continue
             index = next((i for i, h in enumerate(finding.chain[:-1]) if "called inside `for" in h.note), None)
