@@ -71,7 +71,10 @@ def place(templates: Sequence[FixTemplate], chain: Sequence[Hop], facts: Sequenc
     for template in templates:
         fixes.append(_one(template, chain, facts, b, boundary, site, cached_hops, other_hazards_below_boundary,
                           volatile))
-    fixes.sort(key=lambda f: (not f.sound,))
+    # A site below a library boundary is best fixed at the boundary: one custom op covers every hazard
+    # under it, while a hoist or guard edits library code for one site only.
+    below_boundary = b < len(chain) - 1
+    fixes.sort(key=lambda f: (not f.sound, not (below_boundary and f.kind == "custom_op")))
     return tuple(fixes)
 
 
