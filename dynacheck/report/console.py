@@ -29,6 +29,8 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
         _trace_header(console, review.trace)
     summary = view.summarize(review)
     console.print(Text(view.summary_line(summary), style="bold"))
+    if scan is not None:
+        _plan(console, scan)
     matches = view.match_index(review)
     if scan is not None:
         for group in view.group_by_site(scan.findings):
@@ -39,6 +41,21 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
     _seen_only(console, review)
     if scan is not None:
         _problems_and_stats(console, scan, verbose)
+
+
+def _plan(console: Console, scan: ScanResult, top: int = 5) -> None:
+    """Where to start: the fixes that clear the most fatal sites."""
+    steps = view.fix_plan(scan.findings)
+    if not steps:
+        return
+    console.print(Text("fix plan (first sound fix of each finding, most fatal sites first):", style="bold"))
+    for step in steps[:top]:
+        line = Text(f"  {step.kind} at ", style="")
+        line.append(step.at, style="bold")
+        line.append(f"  {step.fatal_sites} fatal of {step.sites} site(s)", style="dim")
+        console.print(line)
+    if len(steps) > top:
+        console.print(Text(f"  … {len(steps) - top} more", style="dim"))
 
 
 def render_diff_console(diff: Diff, console: Console | None = None, *, verbose: bool = False) -> None:
