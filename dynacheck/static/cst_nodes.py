@@ -170,7 +170,7 @@ _CHILDREN = {
 }
 
 
-def call_lines(node: ast.AST, calls: list[cst.Call]) -> list[int] | None:
+def call_lines(node: ast.AST, calls: list[cst.Call]) -> list[int]:
     """Line of each libcst call, matched to ast calls of the same statement by callee text and order."""
     by_name: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for sub in ast.walk(node):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from dynacheck import model as m
 from dynacheck.static.ir import Expr
-from dynacheck.static.values import UNKNOWN, Evaluator, Scope, Value
+from dynacheck.static.values import Evaluator, Scope, Value
 
 TRANSPARENT = "transparent"  # Dynamo inlines the function as if undecorated
 WRAPPER = "wrapper"  # the call goes through a wrapper function that calls the original
@@ -183,10 +183,7 @@ class Boundaries:
             return []
         out: list[Value] = []
         for expr in scope.function.returns:
-            for value in self.ev.eval(expr, scope):
-                if value.kind == "func" and value.via == m.VIA_RETURN:
-                    pass
-                out.append(value)
+            out.extend(self.ev.eval(expr, scope))
             if expr[0] == "c":  # return decorator(func): what the inner decorator returns for the target
                 for inner in self.ev.eval(expr[1], scope):
                     if inner.kind == "func":
@@ -281,10 +278,3 @@ class Boundaries:
 
                 return f"{'' if taken else 'not '}{render(test)}"
         return ""
-
-
-def unknown_effect() -> Effect:
-    return Effect()
-
-
-__all__ = ["Boundaries", "Effect", "UNKNOWN"]

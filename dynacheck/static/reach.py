@@ -14,7 +14,6 @@ from typing import Callable
 from dynacheck import model as m
 from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
-from dynacheck.static.ir import dotted, render
 from dynacheck.static.summary import CallSite
 from dynacheck.static.values import Evaluator, Scope, Value, weaker
 
@@ -233,6 +232,3 @@ def qualified(func: Value) -> str:
 
 def target_name(value: Value) -> str:
     return value.name if value.kind in ("ext", "extinst") else qualified(value)
-
-
-__all__ = ["Reacher", "Walk", "Hit", "Node", "NodeKey", "dotted", "render"]

@@ -110,7 +110,7 @@ def resolve_entry(entry: str, evaluator: Evaluator, locator: ModuleLocator) -> V
                         "Example: sglang.srt.models.deepseek_v2:DeepseekV2Model.forward")
     summary = evaluator.index.module(module_name)
     if summary is None:
-        close = _close(module_name, _module_names(locator, module_name))
+        close = _close(module_name, _module_names(locator))
         raise UserError(f"Entry module {module_name!r} is not in the scanned targets.", close)
     if summary.error:
         raise UserError(f"Entry module {module_name!r} could not be parsed ({summary.error}).")
@@ -133,7 +133,7 @@ def _close(word: str, options: list[str]) -> str:
     return f"Did you mean: {', '.join(close)}?" if close else ""
 
 
-def _module_names(locator: ModuleLocator, near: str) -> list[str]:
+def _module_names(locator: ModuleLocator) -> list[str]:
     names = []
     for path in locator.iter_files():
         name = locator.module_name_of(path)
