@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 SEVERITIES = ("info", "warning", "error")
 CONFIDENCES = ("low", "medium", "high")
@@ -120,6 +120,26 @@ class Fix(_Record):
 
 
 @dataclass(frozen=True)
+class Condition(_Record):
+    """What a chain still depends on that the deployment did not decide (a flag, env var, runtime value)."""
+
+    text: str  # e.g. "get_global_server_args().enable_symm_mem", "except path", "first call only"
+    file: str = ""
+    line: int = 0
+    kind: str = ""  # flag | env | runtime | platform | config | except | first_call | value
+
+
+@dataclass(frozen=True)
+class PlanEntry(_Record):
+    """One fix of the fix plan: where it goes and how many unconditional fatal sites it clears."""
+
+    kind: str
+    at: str
+    sites: int
+    fatal_sites: int = 0
+
+
+@dataclass(frozen=True)
 class Finding(_Record):
     rule: str  # DC###
     title: str
@@ -135,9 +155,14 @@ class Finding(_Record):
     status: str = "predicted"  # predicted | confirmed | seen_only | suppressed
     note: str = ""  # e.g. suppression reason, or why a fix users ask for is unsound
     also_reached_by: int = 0  # how many other entries/chains reach this site
+    conditions: tuple[Condition, ...] = ()  # empty: holds on the scanned deployment as given
 
     _nested = {"site": Site, "outcome": Outcome}
-    _nested_lists = {"chain": Hop, "fixes": Fix}
+    _nested_lists = {"chain": Hop, "fixes": Fix, "conditions": Condition}
+
+    @property
+    def unconditional(self) -> bool:
+        return not self.conditions
 
 
 @dataclass(frozen=True)
@@ -179,9 +204,11 @@ class ScanResult(_Record):
     schema_version: str = SCHEMA_VERSION
     tool_version: str = ""
     torch_version: str = ""  # "" when the catalogue, not torch, gave the GB ids
+    deployment: dict[str, Any] = field(default_factory=dict)  # the facts the walk evaluated ({} = none)
+    fix_plan: tuple[PlanEntry, ...] = ()  # fixes ranked by the unconditional fatal sites they clear
 
     _nested = {"stats": ScanStats}
-    _nested_lists = {"targets": Target, "findings": Finding, "problems": Problem}
+    _nested_lists = {"targets": Target, "findings": Finding, "problems": Problem, "fix_plan": PlanEntry}
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,16 @@ DEFS: dict[str, dict[str, Any]] = {
         "entry": STR, "family": STR,
         "status": {"enum": ["predicted", "confirmed", "seen_only", "suppressed"]},
         "note": STR, "also_reached_by": {"type": "integer", "minimum": 0},
+        "conditions": {**_list("Condition"), "description": "What the chain still depends on that the deployment "
+                       "did not decide; empty: the finding holds on the scanned deployment."},
+    }),
+    "Condition": _record("A fact the chain depends on that the deployment left open.", {
+        "text": STR, "file": STR, "line": LINE,
+        "kind": {**STR, "description": "flag, env, runtime, platform, config, except, first_call or value."},
+    }),
+    "PlanEntry": _record("One fix of the fix plan and the unconditional sites it clears.", {
+        "kind": STR, "at": STR, "sites": {"type": "integer", "minimum": 0},
+        "fatal_sites": {"type": "integer", "minimum": 0},
     }),
     "Target": _record("A source tree that was scanned.", {
         "spec": STR, "name": STR, "version": STR,
@@ -106,6 +116,8 @@ DEFS: dict[str, dict[str, Any]] = {
         "problems": _list("Problem"), "stats": _ref("ScanStats"),
         "schema_version": {"type": "string", "pattern": "^1\\.[0-9]+$"},
         "tool_version": STR, "torch_version": STR,
+        "deployment": {"type": "object", "description": "The deployment facts the walk evaluated ({} = none)."},
+        "fix_plan": {**_list("PlanEntry"), "description": "Fixes ranked by the unconditional fatal sites they clear."},
     }),
     "Frame": _record("One frame of a user stack.", {"file": STR, "line": LINE, "function": STR, "code": STR}),
     "Event": _record("One thing the recorder saw in one process.", {
