@@ -47,6 +47,11 @@ def test_flagship_site_chain_and_fixes():
     assert "functools.cache: traced through" in cached
     fix = next(i for i, line in enumerate(lines)
                if line.strip().startswith("fix: custom_op at flashinfer.fp4_quantization"))
+    assert "why not prewarm: --verbose" in lines[fix + 1]  # one fix per site; the rest behind -v
+    assert not any(line.strip().startswith("not: prewarm at") for line in lines)
+    lines = _text(samples.flagship_scan(), verbose=True).splitlines()
+    fix = next(i for i, line in enumerate(lines)
+               if line.strip().startswith("fix: custom_op at flashinfer.fp4_quantization"))
     not_fix = next(i for i, line in enumerate(lines) if line.strip().startswith("not: prewarm at"))
     assert fix < not_fix and "because pre-warming the functools.cache" in lines[not_fix]
 

@@ -24,7 +24,8 @@ DEFAULT_BASELINE = "dynacheck-baseline.json"
 GATE_FORMATS = ("terminal", "json", "markdown", "github", "sarif")
 _LIST_KEYS = ("targets", "entries", "ignore")
 _TEXT_KEYS = ("preset", "baseline", "format")
-KNOWN_KEYS = (*_LIST_KEYS, *_TEXT_KEYS, "fail_on")
+_BOOL_KEYS = ("include_conditional",)
+KNOWN_KEYS = (*_LIST_KEYS, *_TEXT_KEYS, *_BOOL_KEYS, "fail_on")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class GateConfig:
     root: Path = field(default_factory=Path.cwd)
     source: str = ""  # the file the settings came from ("" for defaults only)
     targets_root: Path | None = None  # where target paths start when not `root` (given on the command line)
+    include_conditional: bool = False  # count findings that hold only under other flags/env toward --fail-on
 
     def baseline_path(self) -> Path:
         return _under(self.root, self.baseline)
@@ -97,6 +99,11 @@ def parse_table(table: dict[str, Any], path: Path) -> GateConfig:
     for key in _TEXT_KEYS:
         if key in table:
             values[key] = _string(table[key], key, where)
+    for key in _BOOL_KEYS:
+        if key in table:
+            if not isinstance(table[key], bool):
+                raise UserError(f"Bad value for {key} in {where}: expected true or false.")
+            values[key] = table[key]
     if "fail_on" in table:
         values["fail_on"] = _string(table["fail_on"], "fail_on", where)
     config = GateConfig(root=path.resolve().parent, source=str(path), **values)
@@ -127,9 +134,22 @@ def validate(config: GateConfig, where: str) -> GateConfig:
             f"Bad value '{config.format}' for format in {where}.", f"Use one of: {', '.join(GATE_FORMATS)}."
         )
     for rule in config.ignore:
-        if not (rule.startswith("DC") and rule[2:].isdigit()):
-            raise UserError(f"Bad rule id '{rule}' in ignore in {where}.", "Rule ids look like DC001.")
+        check_rule_id(rule, f"ignore in {where}")
     return config
+
+
+def check_rule_id(rule: str, where: str) -> None:
+    """A rule id the catalogue does not know is an error naming the closest ones (a typo ignores nothing)."""
+    if rule == "*":
+        return
+    if not (rule.startswith("DC") and rule[2:].isdigit()):
+        raise UserError(f"Bad rule id '{rule}' in {where}.", "Rule ids look like DC001; `dynacheck rules` lists them.")
+    from dynacheck.catalog import load_catalog
+
+    try:
+        load_catalog().get(rule)
+    except UserError as exc:
+        raise UserError(f"Unknown rule id '{rule}' in {where}.", exc.hint) from None
 
 
 def _read_table(path: Path) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dynacheck.errors import UserError
 from dynacheck.gate import annotations, text
-from dynacheck.model import Diff, Finding, Target
+from dynacheck.model import Diff, Finding, ScanResult, Target
 
 _FALLBACKS: dict[str, Callable[[Diff], str]] = {
     "terminal": text.render_terminal,
@@ -44,13 +44,37 @@ def _report_render(fmt: str) -> Callable[[Diff, str], str] | None:
     return getattr(module, "render", None)
 
 
-def relative_to_workdir(diff: Diff, targets: tuple[Target, ...], workdir: Path | None = None) -> Diff:
-    """Make finding files openable from the working directory (GitHub annotations and SARIF need that).
+def repository_root(start: Path | None = None) -> Path:
+    """The folder holding `.git` above `start` (GitHub and code scanning resolve paths from there), else `start`."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
 
-    Scanned files are named relative to their target root; when that root lies under the working
-    directory, the path from the working directory is what a reviewer clicks.
+
+def relative_to_workdir(diff: Diff, targets: tuple[Target, ...], workdir: Path | None = None) -> Diff:
+    """Make finding files openable from `workdir` (default: the repository root; annotations and SARIF need that).
+
+    Scanned files are named relative to their target root; when that root lies under `workdir`,
+    the path from `workdir` is what a reviewer clicks and what GitHub attaches to changed lines.
     """
-    base = (workdir or Path.cwd()).resolve()
+    move = _mover(targets, workdir or repository_root())
+    return dataclasses.replace(
+        diff,
+        **{name: tuple(_moved(f, move) for f in getattr(diff, name))
+           for name in ("added", "removed", "changed", "unchanged", "suppressed")},
+    )
+
+
+def relative_to_repository(result: ScanResult, root: Path | None = None) -> ScanResult:
+    """The scan's findings with files named from the repository root, as `gate` names them."""
+    move = _mover(result.targets, root or repository_root())
+    return dataclasses.replace(result, findings=tuple(_moved(f, move) for f in result.findings))
+
+
+def _mover(targets: tuple[Target, ...], base: Path) -> Callable[[str], str]:
+    base = base.resolve()
     roots = [Path(t.root).resolve() for t in targets if t.root]
 
     def move(file: str) -> str:
@@ -65,15 +89,13 @@ def relative_to_workdir(diff: Diff, targets: tuple[Target, ...], workdir: Path |
                     return file
         return file
 
-    def fix(finding: Finding) -> Finding:
-        site = dataclasses.replace(finding.site, file=move(finding.site.file))
-        chain = tuple(dataclasses.replace(hop, file=move(hop.file)) for hop in finding.chain)
-        return dataclasses.replace(finding, site=site, chain=chain)
+    return move
 
-    return dataclasses.replace(
-        diff,
-        **{name: tuple(fix(f) for f in getattr(diff, name)) for name in ("added", "removed", "changed", "unchanged", "suppressed")},
-    )
+
+def _moved(finding: Finding, move: Callable[[str], str]) -> Finding:
+    site = dataclasses.replace(finding.site, file=move(finding.site.file))
+    chain = tuple(dataclasses.replace(hop, file=move(hop.file)) for hop in finding.chain)
+    return dataclasses.replace(finding, site=site, chain=chain)
 
 
 def emit(rendered: str, out: str | None) -> None:

@@ -56,12 +56,19 @@ def prepare(result: ScanResult, ignore: Sequence[str]) -> ScanResult:
     return apply_suppressions(apply_ignores(with_fingerprints(result), tuple(ignore)))
 
 
-def judge(comparison: Comparison, fail_on: str, result: ScanResult) -> GateVerdict:
-    """Fail on new findings at or above `fail_on`, and on known ones whose severity rose to it."""
+def judge(comparison: Comparison, fail_on: str, result: ScanResult, include_conditional: bool = False) -> GateVerdict:
+    """Fail on new findings at or above `fail_on`, and on known ones whose severity rose to it.
+
+    Findings that hold only under other flags or env (conditional) count only with `include_conditional`.
+    """
     threshold = severity_rank(fail_on)
     diff = comparison.diff
-    failing = [f for f in diff.added if severity_rank(f.severity) >= threshold]
-    failing += [f for f in diff.changed if severity_rank(f.severity) >= threshold and comparison.worsened(f)]
+
+    def counts(f: Finding) -> bool:
+        return severity_rank(f.severity) >= threshold and (include_conditional or f.unconditional)
+
+    failing = [f for f in diff.added if counts(f)]
+    failing += [f for f in diff.changed if counts(f) and comparison.worsened(f)]
     return GateVerdict(diff=diff, failing=tuple(failing), scan=result)
 
 
@@ -76,7 +83,7 @@ def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = F
         return None, write_baseline(baseline_from_scan(result, specs=_specs_as_written(config, result)), baseline_path)
     comparison = compare_with_previous(baseline, result)
     labelled = replace(comparison.diff, before=(baseline_display(baseline_path),), after=tuple(config.targets))
-    return judge(replace(comparison, diff=labelled), config.fail_on, result), False
+    return judge(replace(comparison, diff=labelled), config.fail_on, result, config.include_conditional), False
 
 
 def _specs_as_written(config: GateConfig, result: ScanResult) -> tuple[str, ...] | None:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dynacheck.errors import UserError
+from dynacheck.gate.config import check_rule_id
 from dynacheck.model import Finding, ScanResult
 
 SUPPRESSED = "suppressed"
+CONFIG_IGNORE = "ignored by [tool.dynacheck] ignore"
 _MARKER = re.compile(r"#\s*dynacheck\s*:\s*ignore\b(?P<rest>.*)$")
 _RULES = re.compile(r"^\[(?P<rules>[^\]]*)\]\s*(?P<reason>.*)$")
 _REASON_LEAD = " \t-:—–"
@@ -65,7 +67,7 @@ def apply_ignores(result: ScanResult, ignore: tuple[str, ...]) -> ScanResult:
     if not ignore:
         return result
     findings = tuple(
-        _suppress(f, f"rule {f.rule} ignored by [tool.dynacheck] ignore") if f.rule in ignore else f
+        _suppress(f, f"rule {f.rule} {CONFIG_IGNORE}") if f.rule in ignore else f
         for f in result.findings
     )
     return dataclasses.replace(result, findings=findings)
@@ -79,7 +81,7 @@ def apply_suppressions(result: ScanResult) -> ScanResult:
     for finding in result.findings:
         found = None
         for file, line in _candidate_lines(finding, lines):
-            parsed = parse_suppression(lines.get(file, line), file, line)
+            parsed = _known_rules(parse_suppression(lines.get(file, line), file, line))
             if isinstance(parsed, BadSuppression):
                 bad.setdefault((file, line), parsed)
             elif parsed is not None and parsed.covers(finding.rule) and found is None:
@@ -89,8 +91,26 @@ def apply_suppressions(result: ScanResult) -> ScanResult:
         findings.append(finding)
     if bad:
         listed = "; ".join(str(b) for b in sorted(bad.values(), key=lambda b: (b.file, b.line)))
-        raise UserError(f"Invalid dynacheck suppression: {listed}.", "Every suppression needs a reason.")
+        raise UserError(f"Invalid dynacheck suppression: {listed}.",
+                        "Every suppression names known rules (`dynacheck rules`) and gives a reason.")
     return dataclasses.replace(result, findings=tuple(findings))
+
+
+def suppression_kind(finding: Finding) -> str:
+    """SARIF's word for where a suppression lives: 'inSource' for a comment, 'external' for the config."""
+    return "external" if CONFIG_IGNORE in finding.note else "inSource"
+
+
+def _known_rules(parsed: Suppression | BadSuppression | None) -> Suppression | BadSuppression | None:
+    """A suppression naming a rule the catalogue does not know silences nothing: say so instead."""
+    if not isinstance(parsed, Suppression):
+        return parsed
+    for rule in parsed.rules:
+        try:
+            check_rule_id(rule, "a suppression")
+        except UserError as exc:
+            return BadSuppression(parsed.file, parsed.line, f"unknown rule {rule} ({exc.hint.rstrip('.')})")
+    return parsed
 
 
 def _suppress(finding: Finding, reason: str) -> Finding:

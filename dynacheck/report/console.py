@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.text import Text
 
 from dynacheck.model import Diff, Finding, Review, ScanResult, TraceResult
@@ -17,8 +18,17 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 STATUS_STYLE = {"confirmed": "bold red", "predicted": "yellow", "seen_only": "magenta", "suppressed": "dim"}
 
 
-def render_console(review: Review | ScanResult, console: Console | None = None, *, verbose: bool = False) -> None:
-    """Print a review (or a bare scan) to the terminal."""
+SITES_SHOWN = 5  # site blocks printed without -v; the fix plan already covers the rest
+
+
+def render_console(review: Review | ScanResult, console: Console | None = None, *, verbose: bool = False,
+                   show_conditional: bool = False, exit_reason: str = "") -> None:
+    """Print a review (or a bare scan) as a summary: deployment, counts, fix plan, one block per site.
+
+    Only findings that hold on the scanned deployment (unconditional) get site blocks; conditional ones
+    are counted (listed with `show_conditional`), suppressed ones listed with `verbose`. The report ends
+    with the counts again and, when given, why the exit code is what it is: the top scrolls away.
+    """
     if isinstance(review, ScanResult):
         review = Review(scan=review)
     console = console or Console()
@@ -33,29 +43,74 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
         _plan(console, scan)
     matches = view.match_index(review)
     if scan is not None:
-        for group in view.group_by_site(scan.findings):
-            if group.lead.status == "suppressed" and not verbose:
-                continue
-            console.print()
-            _site(console, group, matches, verbose)
+        _sites(console, scan, matches, verbose)
+        _conditional(console, scan, matches, show_conditional)
     _seen_only(console, review)
     if scan is not None:
         _problems_and_stats(console, scan, verbose)
+    if scan is not None and scan.findings:
+        console.print(Text(view.summary_line(summary), style="bold"))
+    if exit_reason:
+        console.print(Text(exit_reason, style="bold red" if exit_reason.startswith("exit 1") else "bold green"))
+
+
+def _sites(console: Console, scan: ScanResult, matches: dict, verbose: bool) -> None:
+    """One block per unconditional site, worst first; suppressed ones only with -v."""
+    groups = [g for g in view.group_by_site([f for f in scan.findings if f.unconditional])
+              if verbose or g.lead.status != "suppressed"]
+    shown = groups if verbose else groups[:SITES_SHOWN]
+    for group in shown:
+        console.print()
+        _site(console, group, matches, verbose)
+    if len(groups) > len(shown):
+        console.print()
+        console.print(Text(f"… {len(groups) - len(shown)} more site(s), covered by the fix plan above; "
+                           "--verbose shows every site and chain (--format html for a browsable review)",
+                           style="dim"))
+    suppressed = sum(1 for g in view.group_by_site(scan.findings) if g.lead.status == "suppressed")
+    if suppressed and not verbose:
+        console.print(Text(f"{suppressed} suppressed site(s) not shown; --verbose lists them with the reasons",
+                           style="dim"))
+
+
+def _conditional(console: Console, scan: ScanResult, matches: dict, show: bool) -> None:
+    """Findings that happen only if a flag, env var or runtime value differs: a count, or the list."""
+    findings = [f for f in scan.findings if not f.unconditional and f.status != "suppressed"]
+    if not findings:
+        return
+    groups = view.group_by_site(findings)
+    console.print()
+    console.print(Text(f"{len(findings)} conditional finding(s) at {len(groups)} site(s): they happen only if a "
+                       "flag, env var or runtime value differs from the scanned deployment"
+                       + ("" if show else "; --show-conditional lists them"), style="bold"))
+    if not show:
+        return
+    for group in groups:
+        console.print()
+        _site(console, group, matches, verbose=False)
+        conditions = "; ".join(view.condition_label(c) for c in group.lead.conditions)
+        console.print(_indented(Text(f"only if: {conditions}", style="yellow"), 2))
 
 
 def _plan(console: Console, scan: ScanResult, top: int = 5) -> None:
     """Where to start: the fixes that clear the most fatal sites."""
-    steps = view.fix_plan(scan.findings)
+    steps = list(scan.fix_plan) or view.fix_plan(scan.findings)
     if not steps:
         return
-    console.print(Text("fix plan (first sound fix of each finding, most fatal sites first):", style="bold"))
+    console.print(Text("fix plan (first sound fix of each site that holds here, most fatal sites first):",
+                       style="bold"))
     for step in steps[:top]:
-        line = Text(f"  {step.kind} at ", style="")
+        line = Text(f"{step.kind} at ", style="")
         line.append(step.at, style="bold")
         line.append(f"  {step.fatal_sites} fatal of {step.sites} site(s)", style="dim")
-        console.print(line)
+        console.print(_indented(line, 2))
     if len(steps) > top:
         console.print(Text(f"  … {len(steps) - top} more", style="dim"))
+
+
+def _indented(text: Text, indent: int) -> Padding:
+    """A line that keeps its indentation when a narrow terminal wraps it."""
+    return Padding(text, (0, 0, 0, indent))
 
 
 def render_diff_console(diff: Diff, console: Console | None = None, *, verbose: bool = False) -> None:
@@ -84,6 +139,8 @@ def _header(console: Console, scan: ScanResult) -> None:
     console.print(f"[bold]targets[/] {escape(targets)}")
     for entry in scan.entries:
         console.print(f"[bold]entry  [/] {escape(entry)}")
+    if scan.deployment:
+        console.print(_indented(Text.assemble(("deploy ", "bold"), view.deployment_label(scan.deployment)), 0))
     if scan.torch_version:
         console.print(f"[dim]GB ids from torch {escape(scan.torch_version)}[/]")
 
@@ -103,51 +160,54 @@ def _site(console: Console, group: view.SiteGroup, matches: dict, verbose: bool)
     head.append("  calls ")
     head.append(group.site.callee, style="bold magenta")
     console.print(head)
-    rule = Text("  ")
+    rule = Text()
     rule.append(f"{lead.rule} ", style="bold")
     rule.append(f"{lead.title}  ")
     rule.append(f"[{lead.severity}] ", style=SEVERITY_STYLE.get(lead.severity, ""))
     rule.append(view.finding_outcome_label(lead), style="red" if lead.outcome.fatal_under_fullgraph else "yellow")
     rule.append(f"  {status}", style=STATUS_STYLE.get(status, ""))
-    console.print(rule)
+    console.print(_indented(rule, 2))
     if lead.outcome.detail:
-        console.print(Text(f"  {lead.outcome.detail}", style="dim"))
+        console.print(_indented(Text(lead.outcome.detail, style="dim"), 2))
     if lead.note:
-        console.print(Text(f"  note: {lead.note}", style="dim"))
+        console.print(_indented(Text(f"note: {lead.note}", style="dim"), 2))
     shown = group.findings if verbose else group.findings[:1]
     for finding in shown:
         if len(group.findings) > 1 or finding.entry != lead.entry:
-            console.print(Text(f"  chain from {finding.entry} ({len(finding.chain)} hops)", style="dim"))
+            console.print(_indented(Text(f"chain from {finding.entry} ({len(finding.chain)} hops)", style="dim"), 2))
         _chain(console, finding)
     hidden = len(group.findings) - len(shown) + lead.also_reached_by
     if hidden > 0:
-        console.print(Text(f"  … reached by {hidden} more chain(s)" + ("" if verbose else "; --verbose shows them"),
-                           style="dim"))
-    _fixes(console, lead)
+        console.print(_indented(Text(f"… reached by {hidden} more chain(s)"
+                                     + ("" if verbose else "; --verbose shows them"), style="dim"), 2))
+    _fixes(console, lead, verbose)
 
 
 def _chain(console: Console, finding: Finding) -> None:
     for depth, hop in enumerate(finding.chain):
-        line = Text("    " + "  " * min(depth, 1))
+        line = Text()
         line.append(f"{view.hop_location(hop)} ", style="cyan")
         line.append(hop.function, style="bold" if depth == 0 else "")
         weak = view.hop_is_weak(hop)
         line.append(f"  ({view.hop_why(hop)})", style="bold yellow" if weak else "dim")
         if weak:
             line.append("  ?", style="bold yellow")
-        console.print(line)
+        console.print(_indented(line, 4 + 2 * min(depth, 1)))
     site = finding.site
-    tail = Text("      ")
+    tail = Text()
     tail.append(f"{site.file}:{site.line} ", style="cyan")
     tail.append(f"{site.callee}", style="bold magenta")
     if site.code:
         tail.append(f"   {site.code.strip()}", style="dim")
-    console.print(tail)
+    console.print(_indented(tail, 6))
 
 
-def _fixes(console: Console, finding: Finding) -> None:
-    for fix in view.ordered_fixes(finding.fixes):
-        line = Text("  ")
+def _fixes(console: Console, finding: Finding, verbose: bool = True) -> None:
+    """The first sound fix; with -v every fix, and the ones users ask for that would not work, with why not."""
+    fixes = view.ordered_fixes(finding.fixes)
+    shown = fixes if verbose else [f for f in fixes if f.sound][:1] or fixes[:1]
+    for fix in shown:
+        line = Text()
         if fix.sound:
             line.append("fix: ", style="bold green")
             line.append(f"{fix.kind} at {fix.at}: ", style="green")
@@ -156,7 +216,14 @@ def _fixes(console: Console, finding: Finding) -> None:
             line.append("not: ", style="bold red")
             line.append(f"{fix.kind} at {fix.at} because ", style="red")
             line.append(view.as_reason(fix.summary))
-        console.print(line)
+        console.print(_indented(line, 2))
+    rest = [f for f in fixes if f not in shown]
+    if rest:
+        unsound = [f.kind for f in rest if not f.sound]
+        words = f"… {len(rest) - len(unsound)} more fix(es)" if len(rest) > len(unsound) else "…"
+        if unsound:
+            words += f"{',' if len(rest) > len(unsound) else ''} why not {', '.join(dict.fromkeys(unsound))}"
+        console.print(_indented(Text(f"{words}: --verbose", style="dim"), 2))
 
 
 def _seen_only(console: Console, review: Review) -> None:

@@ -167,7 +167,10 @@ def _finding_result(finding: Finding, rule_ids: list[str], bases: _BaseIds, stat
             for i, f in enumerate(fix_locations, 1)
         ]
     if status == "suppressed":
-        result["suppressions"] = [{"kind": "external", "status": "accepted", "justification": finding.note or ""}]
+        from dynacheck.gate.suppress import suppression_kind
+
+        result["suppressions"] = [{"kind": suppression_kind(finding), "status": "accepted",
+                                   "justification": finding.note or ""}]
     return result
 
 

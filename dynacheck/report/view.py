@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from dynacheck.model import (
     VIA_HIERARCHY,
+    Condition,
     Event,
     Finding,
     Fix,
@@ -173,6 +174,7 @@ class Summary:
     by_status: Counter = field(default_factory=Counter)
     fatal: int = 0
     suppressed: int = 0
+    conditional: int = 0  # active findings that hold only if a flag/env/runtime value differs
     has_trace: bool = False
 
 
@@ -181,9 +183,10 @@ def summarize(review: Review) -> Summary:
     summary = Summary(has_trace=review.trace is not None)
     findings = review.scan.findings if review.scan else ()
     matches = match_index(review)
-    active = [f for f in findings if f.status != "suppressed"]
+    active = [f for f in findings if f.status != "suppressed" and f.unconditional]
+    summary.suppressed = sum(f.status == "suppressed" for f in findings)
+    summary.conditional = len(findings) - len(active) - summary.suppressed
     summary.findings = len(active)
-    summary.suppressed = len(findings) - len(active)
     summary.sites = len({_site_key(f) for f in active})
     for finding in active:
         summary.by_outcome[finding.outcome.kind] += 1
@@ -235,9 +238,31 @@ def summary_line(summary: Summary) -> str:
     if summary.has_trace:
         s = summary.by_status
         text += f"; {s['confirmed']} confirmed, {s['predicted']} predicted only, {s['seen_only']} seen only"
+    if summary.conditional:
+        text += f"; {summary.conditional} conditional"
     if summary.suppressed:
         text += f"; {summary.suppressed} suppressed"
     return text
+
+
+def condition_label(condition: Condition) -> str:
+    """'get_global_server_args().enable_symm_mem (sglang/srt/layers/x.py:12)'."""
+    where = f" ({condition.file}:{condition.line})" if condition.file else ""
+    return f"{condition.text}{where}"
+
+
+def deployment_label(deployment: dict) -> str:
+    """The deployment facts on one line: 'gpu=sm120, quantization=modelopt_fp4, ...'."""
+    parts = []
+    for key, value in deployment.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+            parts.append(f"{key}: {{{value}}}")
+        elif isinstance(value, (list, tuple)):
+            parts.append(f"{key}={' '.join(map(str, value))}")
+        else:
+            parts.append(f"{key}={value}")
+    return "; ".join(parts)
 
 
 @dataclass
@@ -251,11 +276,11 @@ class PlanStep:
 
 
 def fix_plan(findings: tuple[Finding, ...] | list[Finding]) -> list[PlanStep]:
-    """Fixes ranked by how many fatal sites they clear: where to start."""
+    """Fixes ranked by how many fatal sites they clear: where to start (unconditional, unsuppressed findings)."""
     sites: dict[tuple[str, str], set] = {}
     fatal: dict[tuple[str, str], set] = {}
     for finding in findings:
-        if finding.status == "suppressed":
+        if finding.status == "suppressed" or not finding.unconditional:
             continue
         fix = next((f for f in finding.fixes if f.sound), None)
         if fix is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from dynacheck.model import Review, ScanResult, severity_rank
+from dynacheck.model import Review, ScanResult
 from dynacheck.static.presets import DEFAULT_PRESET, DEFAULT_TARGETS, PRESETS
 
 FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
@@ -28,47 +28,61 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report here instead of standard output.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default=None,
-              help="Exit 1 when a finding at or above this severity is found [default: error; never for the "
-                   "embedded default scan, which is a demonstration].")
+              help="Exit 1 when an unconditional, unsuppressed finding at or above this severity is found "
+                   "[default: fail_on in [tool.dynacheck], else error; the embedded default scan too].")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="pyproject.toml with [tool.dynacheck] (default: the nearest one above the working directory).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Wheels, unpacked trees and parse summaries (default ~/.cache/dynacheck).")
+              help="Wheels, unpacked trees and parse summaries (default $DYNACHECK_CACHE or ~/.cache/dynacheck).")
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
-@click.option("--verbose", "-v", is_flag=True, help="Show every chain, not just the shortest per site.")
+@click.option("--show-conditional", is_flag=True,
+              help="List findings that happen only if a flag, env var or runtime value differs, with their conditions.")
+@click.option("--verbose", "-v", is_flag=True, help="Show every site and every chain, not just the lead chain of each.")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
-         fail_on: str | None, cache_dir: Path | None, offline: bool, verbose: bool) -> int:
+         fail_on: str | None, config_file: Path | None, cache_dir: Path | None, offline: bool,
+         show_conditional: bool, verbose: bool) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
-    Never imports or runs the scanned code.
+    Never imports or runs the scanned code. With no --target/--entry/--preset it scans the targets of
+    [tool.dynacheck] in the nearest pyproject.toml, else the embedded default (SGLang 0.5.9 + FlashInfer 0.6.3,
+    GLM-5 forward). Inline `# dynacheck: ignore[DC001] reason` comments and configured ignores are honoured.
+
+    Exit 0 when no unconditional, unsuppressed finding reaches --fail-on; 1 when one does (the embedded
+    default finds the GLM-5 crash, so it exits 1); 2 on bad input.
     """
+    from dynacheck.gate.policy import apply_policy, exit_verdict, load_policy, scan_inputs
     from dynacheck.static.scan import scan as run_scan
 
-    if not targets and not entries and not preset:
-        targets, preset = DEFAULT_TARGETS, DEFAULT_PRESET
-        fail_on = fail_on or "never"
-        click.echo(f"dynacheck: no target given; scanning the default: {' + '.join(targets)}, --preset {preset}",
-                   err=True)
-    fail_on = fail_on or "error"
+    config = load_policy(config_file)
+    inputs = scan_inputs(config, targets, entries, preset, (DEFAULT_TARGETS, DEFAULT_PRESET))
+    if inputs.origin == "default":
+        click.echo(f"dynacheck: no target given; scanning the default: {' + '.join(inputs.specs)}, "
+                   f"--preset {inputs.preset}", err=True)
+    elif inputs.origin != "command line":
+        click.echo(f"dynacheck: scanning the targets of {inputs.origin}: {' + '.join(inputs.specs)}", err=True)
+    fail_on = fail_on or (config.fail_on if config.source else "error")
     progress = _progress() if sys.stderr.isatty() and fmt == "terminal" else None
     try:
-        result = run_scan(list(targets), list(entries), preset, cache_dir=cache_dir, offline=offline,
-                          progress=progress)
+        result = run_scan(list(inputs.specs), list(inputs.entries), inputs.preset, cache_dir=cache_dir,
+                          offline=offline, progress=progress)
     finally:
         if progress is not None:
             progress.close()
-    _emit(result, fmt, out, verbose)
-    return exit_code(result, fail_on)
+    result = apply_policy(result, config)
+    code, reason = exit_verdict(result, fail_on, config.include_conditional)
+    _emit(result, fmt, out, verbose, show_conditional, reason)
+    return code
 
 
-def exit_code(result: ScanResult, fail_on: str) -> int:
-    """1 when any finding is at or above the threshold, else 0."""
-    if fail_on == "never":
-        return 0
-    threshold = severity_rank(fail_on)
-    return 1 if any(severity_rank(f.severity) >= threshold and f.status != "suppressed"
-                    for f in result.findings) else 0
+def exit_code(result: ScanResult, fail_on: str, include_conditional: bool = False) -> int:
+    """1 when an unconditional, unsuppressed finding is at or above the threshold, else 0."""
+    from dynacheck.gate.policy import exit_verdict
+
+    return exit_verdict(result, fail_on, include_conditional)[0]
 
 
-def _emit(result: ScanResult, fmt: str, out: Path | None, verbose: bool) -> None:
+def _emit(result: ScanResult, fmt: str, out: Path | None, verbose: bool, show_conditional: bool,
+          reason: str) -> None:
     from dynacheck import report
 
     if fmt == "terminal":
@@ -76,18 +90,24 @@ def _emit(result: ScanResult, fmt: str, out: Path | None, verbose: bool) -> None
 
         from dynacheck.report.console import render_console
 
+        options = {"verbose": verbose, "show_conditional": show_conditional, "exit_reason": reason}
         if out is None:
-            render_console(Review(scan=result), verbose=verbose)
+            render_console(Review(scan=result), **options)
             return
         with open(out, "w", encoding="utf-8") as handle:
-            render_console(Review(scan=result), Console(file=handle, width=120), verbose=verbose)
+            render_console(Review(scan=result), Console(file=handle, width=120), **options)
+        click.echo(f"dynacheck: wrote {out}; {reason}", err=True)
         return
+    if fmt in ("github", "sarif"):
+        from dynacheck.gate.output import relative_to_repository
+
+        result = relative_to_repository(result)
     text = report.render(result if fmt == "json" else Review(scan=result), fmt)
     if out is None:
         click.echo(text)
     else:
         report.write(text, out)
-        click.echo(f"dynacheck: wrote {out}", err=True)
+        click.echo(f"dynacheck: wrote {out}; {reason}", err=True)
 
 
 class _progress:
