@@ -28,5 +28,5 @@ def fix(emit_path: str, scan_file: str | None) -> int:
     pairs = chosen_fixes(findings)
     for fx, finding in pairs:
         click.echo(f"{fx.kind:<24} {fx.at}  ({finding.rule})")
-    click.echo(f"wrote {emit_path}: {len(pairs)} fix(es) from {len(findings)} finding(s)")
+    click.echo(f"dynacheck: wrote {emit_path}: {len(pairs)} fix(es) from {len(findings)} finding(s)")
     return 0

@@ -43,10 +43,16 @@ def scan_inputs(config: GateConfig, targets: Sequence[str], entries: Sequence[st
     return ScanInputs(tuple(specs), (), default_preset, "default")
 
 
-def apply_policy(result: ScanResult, config: GateConfig) -> ScanResult:
-    """Fingerprints, configured ignores and inline suppressions: suppressed findings are marked, never dropped."""
-    from dynacheck.gate.run import prepare
+def apply_policy(result: ScanResult, config: GateConfig, *, fingerprint: bool = True) -> ScanResult:
+    """Fingerprints, configured ignores and inline suppressions: suppressed findings are marked, never dropped.
 
+    A saved scan keeps its fingerprints (`fingerprint=False`): a trace's matches refer to them.
+    """
+    from dynacheck.gate.run import prepare
+    from dynacheck.gate.suppress import apply_ignores, apply_suppressions
+
+    if not fingerprint:
+        return apply_suppressions(apply_ignores(result, tuple(config.ignore)))
     return prepare(result, config.ignore)
 
 

@@ -33,13 +33,20 @@ READ_ERRORS = (TypeError, KeyError, ValueError, AttributeError, IndexError)
 @click.option("--format", "fmt", type=click.Choice(("terminal", *FORMATS)), default="terminal", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help=f"Output file (default: stdout; {DEFAULT_HTML} for html).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="pyproject.toml with [tool.dynacheck] (default: the nearest one): its ignores and inline "
+                   "suppressions mark the scan's findings as the scan and the gate do.")
 @click.option("-v", "--verbose", is_flag=True, help="Terminal: show every chain and problem.")
 def report(scan_path: Path | None, trace_dir: Path | None, diff_path: Path | None, fmt: str,
-           out: Path | None, verbose: bool) -> int:
+           out: Path | None, config_file: Path | None, verbose: bool) -> int:
     """Render a scan, a trace and/or a diff as terminal text, JSON, SARIF, HTML, Markdown or GitHub annotations."""
     if not (scan_path or trace_dir or diff_path):
         raise UserError("Nothing to report.", "Give --scan FILE, --trace DIR and/or --diff FILE.")
     review = load_review(scan_path, trace_dir) if (scan_path or trace_dir) else None
+    if review is not None and review.scan is not None:
+        from dynacheck.gate.policy import apply_policy, load_policy
+
+        review.scan = apply_policy(review.scan, load_policy(config_file), fingerprint=False)
     diff = load_diff(diff_path) if diff_path else None
     if review is not None and diff is not None and fmt not in ("terminal", "html"):
         raise UserError(f"--format {fmt} renders either a review or a diff, not both.",
@@ -51,13 +58,13 @@ def report(scan_path: Path | None, trace_dir: Path | None, diff_path: Path | Non
         from dynacheck.report.html import render_html
 
         path = write(render_html(review, diff=diff), out or DEFAULT_HTML)
-        click.echo(f"wrote {path}", err=True)
+        click.echo(f"dynacheck: wrote {path}", err=True)
         return 0
     text = render(diff if diff is not None else review, fmt)  # type: ignore[arg-type]
     if out is None:
         click.echo(text, nl=False)
     else:
-        click.echo(f"wrote {write(text, out)}", err=True)
+        click.echo(f"dynacheck: wrote {write(text, out)}", err=True)
     return 0
 
 
@@ -71,7 +78,7 @@ def _terminal(review: Review | None, diff: Diff | None, out: Path | None, verbos
     if diff is not None:
         render_diff_console(diff, console, verbose=verbose)
     if buffer is not None and out is not None:
-        click.echo(f"wrote {write(buffer.getvalue(), out)}", err=True)
+        click.echo(f"dynacheck: wrote {write(buffer.getvalue(), out)}", err=True)
 
 
 def load_review(scan_path: Path | None, trace_dir: Path | None) -> Review:
