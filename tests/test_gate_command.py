@@ -85,27 +85,27 @@ def test_v1_is_green_against_its_own_baseline(v1_baseline: Path, capsys) -> None
     assert json.loads(v1_baseline.read_text())["findings"], "v1 has hazards: the baseline must list them"
     code, out, _ = run(gate_argv(V1, v1_baseline), capsys)
     assert code == 0
-    assert "0 new, 0 fixed" in out
+    assert "0 added, 0 removed" in out
 
 
 def test_planted_hazard_fails_and_is_named(v1_baseline: Path, capsys) -> None:
     code, out, err = run(gate_argv(V2, v1_baseline), capsys)
     assert code == 1
-    new_lines = [line for line in out.splitlines() if line.startswith("NEW")]
+    new_lines = [line for line in out.splitlines() if line.startswith("ADDED")]
     assert any("subprocess.run" in line and "gatefx.quant.nvcc_version" in line for line in new_lines), out
     assert "FAILED" in err
 
 
 def test_removed_hazard_is_reported_as_fixed(v1_baseline: Path, capsys) -> None:
     _, out, _ = run(gate_argv(V2, v1_baseline), capsys)
-    fixed = [line for line in out.splitlines() if line.startswith("FIXED")]
+    fixed = [line for line in out.splitlines() if line.startswith("REMOVED")]
     assert any("perf_counter" in line for line in fixed), out
 
 
 def test_moved_code_stays_green(v1_baseline: Path, capsys) -> None:
     code, out, _ = run(gate_argv(V1_MOVED, v1_baseline), capsys)
     assert code == 0, out
-    assert "0 new, 0 fixed, 0 changed" in out
+    assert "0 added, 0 removed, 0 changed" in out
 
 
 def test_moved_code_gives_the_same_fingerprints() -> None:

@@ -35,7 +35,7 @@ def diff() -> Diff:
 def test_github_annotations_for_new_findings_only() -> None:
     lines = render_github(diff()).splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("::error file=pkg/quant.py,line=12,col=10,title=dynacheck DC001 (new)::")
+    assert lines[0].startswith("::error file=pkg/quant.py,line=12,col=10,title=dynacheck DC001 (added)::")
     assert lines[1].startswith("::warning ")
     assert "subprocess.run in pkg.quant.nvcc_version [GB0007, fatal under fullgraph]" in lines[0]
     assert "%0Avia pkg.model.Model.forward → pkg.quant.quantize → pkg.quant.nvcc_version" in lines[0]
@@ -43,7 +43,7 @@ def test_github_annotations_for_new_findings_only() -> None:
 
 def test_markdown_table_lists_each_kind() -> None:
     text = render_markdown(diff(), title="dynacheck diff")
-    assert text.startswith("### dynacheck diff: 2 new, 1 fixed, 0 changed, 0 unchanged, 1 suppressed")
+    assert text.startswith("### dynacheck diff: 2 added, 1 removed, 0 changed, 0 unchanged, 1 suppressed")
     rows = [line for line in text.splitlines() if line.startswith("| ") and "`" in line]
     assert [row.split("|")[1].strip() for row in rows] == ["added", "added", "removed", "suppressed"]
     assert "`subprocess.run`" in rows[0] and "GB0007, fatal under fullgraph" in rows[0]
@@ -55,8 +55,8 @@ def test_markdown_when_nothing_changed() -> None:
 
 def test_terminal_lines_name_new_fixed_and_suppressed_with_reason() -> None:
     text = render_terminal(diff())
-    assert "NEW        error   DC001 subprocess.run in pkg.quant.nvcc_version (pkg/quant.py:12)" in text
-    assert "FIXED      error   DC001 time.perf_counter" in text
+    assert "ADDED      error   DC001 subprocess.run in pkg.quant.nvcc_version (pkg/quant.py:12)" in text
+    assert "REMOVED    error   DC001 time.perf_counter" in text
     assert "reason: probe runs once (pkg/quant.py:12)" in text
 
 

@@ -47,4 +47,4 @@ def test_baseline_over_the_pinned_wheels_is_stable_and_green(pinned_targets, tmp
 
     code, text = run(["gate", "--config", str(config), "--offline"], capsys)
     assert code == 0, text
-    assert "0 new, 0 fixed, 0 changed" in text
+    assert "0 added, 0 removed, 0 changed" in text

@@ -54,7 +54,7 @@ def test_github_values_cannot_break_out_of_the_command():
 def test_github_diff_annotates_new_and_changed_only():
     lines = render(samples.sample_diff(), "github").splitlines()
     titles = [_parse(line)[1]["title"] for line in lines]
-    assert titles == ["new: DC020 GB0291 graph break, fatal under fullgraph",
+    assert titles == ["added: DC020 GB0291 graph break, fatal under fullgraph",
                       "changed: DC001 GB0007 graph break, fatal under fullgraph"]
 
 

@@ -13,7 +13,7 @@ _LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def render_github(diff: Diff) -> str:
-    lines = [annotation(f, "new") for f in diff.added] + [annotation(f, "changed") for f in diff.changed]
+    lines = [annotation(f, "added") for f in diff.added] + [annotation(f, "changed") for f in diff.changed]
     return "".join(line + "\n" for line in lines)
 
 

@@ -23,9 +23,9 @@ def render_terminal(diff: Diff, *, title: str = "dynacheck", show_unchanged: boo
     lines.append(f"  before: {', '.join(diff.before) or '-'}")
     lines.append(f"  after:  {', '.join(diff.after) or '-'}")
     sections = [
-        ("NEW", diff.added),
+        ("ADDED", diff.added),
         ("CHANGED", diff.changed),
-        ("FIXED", diff.removed),
+        ("REMOVED", diff.removed),
         ("SUPPRESSED", diff.suppressed),
     ]
     if show_unchanged:
@@ -33,7 +33,7 @@ def render_terminal(diff: Diff, *, title: str = "dynacheck", show_unchanged: boo
     for label, findings in sections:
         for finding in findings:
             lines.append(f"{label:<10} {one_line(finding)}")
-            if label in ("NEW", "CHANGED", "FIXED") and finding.chain:
+            if label in ("ADDED", "CHANGED", "REMOVED") and finding.chain:
                 lines.append(f"{'':<10}   via {chain_text(finding)}")
             if label in ("SUPPRESSED", "CHANGED") and finding.note:
                 lines.append(f"{'':<10}   {'reason' if label == 'SUPPRESSED' else 'note'}: {finding.note}")
@@ -73,7 +73,7 @@ def render_markdown(diff: Diff, *, title: str = "dynacheck") -> str:
 
 def summary(diff: Diff) -> str:
     return (
-        f"{len(diff.added)} new, {len(diff.removed)} fixed, {len(diff.changed)} changed, "
+        f"{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed, "
         f"{len(diff.unchanged)} unchanged, {len(diff.suppressed)} suppressed"
     )
 

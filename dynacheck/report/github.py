@@ -19,7 +19,7 @@ def render_github(obj: Review | ScanResult | Diff) -> str:
         obj = Review(scan=obj)
     if isinstance(obj, Diff):
         findings = [*view.sorted_findings(obj.added), *view.sorted_findings(obj.changed)]
-        prefix = {f.fingerprint: "new: " for f in obj.added} | {f.fingerprint: "changed: " for f in obj.changed}
+        prefix = {f.fingerprint: "added: " for f in obj.added} | {f.fingerprint: "changed: " for f in obj.changed}
     else:
         findings = view.sorted_findings(obj.scan.findings) if obj.scan else []
         prefix = {}
