@@ -243,9 +243,10 @@ class Event(_Record):
     time: float = 0.0
     ranks: tuple[int, ...] = ()  # after merging: every rank that saw it
     pids: tuple[int, ...] = ()  # after merging: every process that saw it
+    fixes: tuple[Fix, ...] = ()  # for an observed break: the fix the static side would place, from the stack
 
     _nested = {"site": Frame}
-    _nested_lists = {"user_stack": Frame}
+    _nested_lists = {"user_stack": Frame, "fixes": Fix}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def test_header_summary_and_stats():
     text = _text(samples.flagship_review())
     assert "targets sglang 0.5.9, flashinfer-python 0.6.3" in text
     assert "entry   sglang.srt.models.deepseek_v2:DeepseekV2Model.forward" in text
-    assert "--enable-piecewise-cuda-graph --tp 2  (2 processes, 3 events, exit 1)" in text
+    assert "--enable-piecewise-cuda-graph --tp 2  (2 processes with events, 3 events, exit 1)" in text
     assert ("3 findings at 3 sites: 3 graph break; 3 fatal under fullgraph; "
             "1 confirmed, 2 predicted only, 1 seen only; 1 suppressed") in text
     assert "parsed 412 of 8190 files in the trees (0 from cache), 2961 functions visited, 3.42 s" in text
@@ -80,7 +80,7 @@ def test_shortest_chain_first_and_more_chains_counted():
 
 def test_seen_only_events_are_listed():
     text = _text(samples.flagship_review())
-    assert "seen only  sglang/srt/layers/moe/topk.py:8 select_experts  GB0124 graph break" in text
+    assert "seen only  sglang/srt/layers/moe/topk.py:8 select_experts  [error] GB0124 graph break" in text
     assert "the scan did not reach sglang.srt.layers.moe.topk.select_experts" in text
 
 

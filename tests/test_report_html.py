@@ -219,17 +219,19 @@ def test_backticked_names_become_code_and_nothing_else_does():
     assert "Avoid calling the function <code>Lock</code>." in flagship
 
 
-def test_chains_to_one_site_are_adjacent_and_counted():
+def test_one_row_per_site_with_its_other_chains_inside():
     base = samples.flagship_finding()
     short = replace(base, chain=base.chain[5:], fingerprint="fp-short",
                     entry="flashinfer.fp4_quantization:fp4_quantize")
     scan = replace(samples.flagship_scan(), findings=(base, samples.logging_finding(), short))
     text = render_html(Review(scan=scan))
-    first = text.index("chain 1 of 2 to this site")
-    second = text.index("chain 2 of 2 to this site")
-    assert first < second
-    assert "from <span class=\"mono\">flashinfer.fp4_quantization:fp4_quantize</span> · 6 hops" in text[first:second]
-    assert text.count("to this site") == 2  # the logging finding has its site alone
+    assert text.count('<details class="finding') == 2  # two sites, not three chains
+    row = text[text.index("2 chains to this site"):]
+    row = row[:row.index('<details class="finding')]
+    lead = row.index("from <span class=\"mono\">flashinfer.fp4_quantization:fp4_quantize</span> · 6 hops")
+    other = row.index("1 other chain(s) to this site")
+    assert lead < other  # the shortest chain leads; the longer one waits inside
+    assert row.count('class="alt-hop') == len(base.chain)
 
 
 def test_seen_only_event_gets_its_package_and_source(page_text):

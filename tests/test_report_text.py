@@ -68,7 +68,7 @@ def test_markdown_is_a_short_table_with_folded_chains():
     assert "<details><summary>DC001 chain to <code>subprocess.check_output</code> (11 hops)</summary>" in text
     assert "(via class hierarchy fallback — low confidence; 1 of 23 classes defining apply)  ⚠" in text
     assert "**Not:** prewarm at `flashinfer.jit.cpp_ext.get_cuda_version` because" in text
-    assert "`sglang/srt/layers/moe/topk.py:8` select_experts: GB0124 graph break" in text
+    assert "`sglang/srt/layers/moe/topk.py:8` `select_experts`: GB0124 graph break (error)" in text
     assert "time.time" not in text  # suppressed
 
 

@@ -88,7 +88,7 @@ def load_review(scan_path: Path | None, trace_dir: Path | None) -> Review:
         return review
     if review.trace is not None:
         raise UserError(f"{scan_path} already holds a trace.", "Drop --trace, or pass a bare scan with --scan.")
-    trace = _load_trace(trace_dir)
+    trace = _dynamic("dynacheck.dynamic.advice", "advise")(_load_trace(trace_dir))
     correlate = _dynamic("dynacheck.dynamic.correlate", "correlate")
     try:
         return correlate(review.scan, trace)

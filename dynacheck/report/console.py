@@ -45,10 +45,11 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
     if scan is not None:
         _sites(console, scan, matches, verbose)
         _conditional(console, scan, matches, show_conditional)
-    _seen_only(console, review)
+    _seen_only(console, review, verbose)
     if scan is not None:
         _problems_and_stats(console, scan, verbose)
-    if scan is not None and scan.findings:
+    if (scan is not None and scan.findings) or review.trace is not None:
+        console.print()
         console.print(Text(view.summary_line(summary), style="bold"))
     if exit_reason:
         console.print(Text(exit_reason, style="bold red" if exit_reason.startswith("exit 1") else "bold green"))
@@ -147,8 +148,11 @@ def _header(console: Console, scan: ScanResult) -> None:
 
 def _trace_header(console: Console, trace: TraceResult) -> None:
     command = " ".join(trace.command)
-    processes = len(trace.processes)
-    console.print(f"[bold]trace  [/] {escape(command)}  [dim]({processes} process{'' if processes == 1 else 'es'}, "
+    active, idle = view.active_processes(Review(trace=trace))
+    processes = f"{len(active)} process{'' if len(active) == 1 else 'es'} with events"
+    if idle:
+        processes += f", {idle} more without (compile workers, helpers)"
+    console.print(f"[bold]trace  [/] {escape(command)}  [dim]({processes}, "
                   f"{len(trace.events)} event{'' if len(trace.events) == 1 else 's'}, exit {trace.exit_code})[/]")
 
 
@@ -226,22 +230,60 @@ def _fixes(console: Console, finding: Finding, verbose: bool = True) -> None:
         console.print(_indented(Text(f"{words}: --verbose", style="dim"), 2))
 
 
-def _seen_only(console: Console, review: Review) -> None:
+def _seen_only(console: Console, review: Review, verbose: bool = False) -> None:
+    """Events the scan did not predict, worst first: where, what (Dynamo's words), the user chain, the fix.
+
+    Dynamo's internal reprs (`detail`) wait for -v; side effects outside compiled regions are listed
+    apart, and only with -v: they are not breaks.
+    """
     for match, events in view.seen_only(review):
-        for event in events[:1]:
-            console.print()
+        _event(console, events[0], match.note, verbose)
+    outside = view.seen_only(review, outside=True)
+    if outside and verbose:
+        console.print()
+        console.print(Text(f"{len(outside)} side effect(s) outside compiled regions (not breaks; "
+                           "JIT builds in eager code, imports, compile workers):", style="bold"))
+        for _, events in outside:
+            event = events[0]
             where = f"{event.site.file}:{event.site.line} {event.site.function}" if event.site else "(no user frame)"
-            line = Text("seen only  ", style="bold magenta")
-            line.append(where, style="bold")
-            line.append(f"  {view.outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph)}")
-            if event.ranks:
-                line.append(f"  (ranks {', '.join(map(str, event.ranks))})", style="dim")
-            console.print(line)
-            detail = event.reason or event.gb_type
-            if detail:
-                console.print(Text(f"  {detail}", style="dim"))
-            if match.note:
-                console.print(Text(f"  {match.note}", style="dim"))
+            console.print(_indented(Text(f"{where}  {view.event_text(event)}", style="dim"), 2))
+    elif outside:
+        console.print()
+        console.print(Text(f"{len(outside)} side effect(s) outside compiled regions hidden; --verbose lists them",
+                           style="dim"))
+
+
+def _event(console: Console, event, note: str, verbose: bool) -> None:
+    console.print()
+    severity = view.event_severity(event)
+    where = f"{event.site.file}:{event.site.line} {event.site.function}" if event.site else "(no user frame)"
+    line = Text("seen only  ", style="bold magenta")
+    line.append(where, style="bold")
+    line.append(f"  [{severity}] ", style=SEVERITY_STYLE.get(severity, ""))
+    line.append(view.event_words(event))
+    if event.ranks:
+        line.append(f"  (ranks {', '.join(map(str, event.ranks))})", style="dim")
+    console.print(line)
+    console.print(_indented(Text(view.event_text(event), style="dim"), 2))
+    if event.detail and verbose:
+        console.print(_indented(Text(f"dynamo: {event.detail}", style="dim"), 2))
+    chain = view.event_chain(event)
+    for depth, frame in enumerate(chain if len(chain) > 1 else ()):
+        hop = Text()
+        hop.append(f"{frame.file}:{frame.line} ", style="cyan")
+        hop.append(frame.function, style="bold" if depth == 0 else "")
+        console.print(_indented(hop, 4 + 2 * min(depth, 1)))
+    if note:
+        console.print(_indented(Text(note, style="dim"), 2))
+    if event.fixes:
+        _fixes(console, _FixHolder(event.fixes), verbose)
+
+
+class _FixHolder:
+    """What `_fixes` reads from a finding, for an event's fixes."""
+
+    def __init__(self, fixes) -> None:
+        self.fixes = fixes
 
 
 def _problems_and_stats(console: Console, scan: ScanResult, verbose: bool) -> None:

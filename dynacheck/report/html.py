@@ -24,6 +24,7 @@ from dynacheck.report import view
 from dynacheck.report.source import SourcePool, SourceReader
 
 TEMPLATES = Path(__file__).parent / "templates"
+OPEN_ROWS = 2  # site rows open on load, so the first screen shows a lead chain and its fix
 
 
 @dataclass
@@ -68,6 +69,9 @@ class ItemView:
     events: list[Event] = field(default_factory=list)
     also_reached_by: int = 0
     chain_of: str = ""  # "chain 2 of 3 to this site" when several chains end at one site
+    others: list[tuple[str, list[HopView]]] = field(default_factory=list)  # (entry, hops) of the other chains
+    first_fix: Any = None  # the first sound fix, shown in the row without a click
+    open: bool = False  # the first rows are open: the first screen shows a chain and a fix
 
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
@@ -78,6 +82,11 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
     review = review or Review()
     pool = SourcePool(SourceReader(review.scan))
     items = _items(review, pool)
+    outside = [_seen_item(f"o{i}", events, match.note, pool) for i, (match, events)
+               in enumerate(view.seen_only(review, outside=True), 1) if events]
+    active, idle = view.active_processes(review)
+    scan = review.scan
+    plan = (list(scan.fix_plan) or view.fix_plan(scan.findings)) if scan is not None else []
     context = {
         "title": title,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -92,6 +101,10 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
         "sources": pool.windows,
         "filters": _filters(items),
         "processes": _processes(review),
+        "idle_processes": idle,
+        "outside": outside,
+        "plan": plan,
+        "deployment": view.deployment_label(scan.deployment) if scan is not None and scan.deployment else "",
         "diff": _diff(diff) if diff is not None else None,
         "raw_diff": diff,
     }
@@ -120,19 +133,23 @@ def _plural(n: int, word: str) -> str:
 
 
 def _items(review: Review, reader: SourcePool) -> list[ItemView]:
+    """One row per hazard site (its lead chain, the other chains inside), then the events no finding predicted."""
     matches = view.match_index(review)
     items: list[ItemView] = []
     groups = view.group_by_site(review.scan.findings) if review.scan else []
     for group in groups:
-        for rank, finding in enumerate(group.findings, 1):
-            item = _finding_item(f"f{len(items) + 1}", finding, view.finding_status(finding, matches),
-                                 view.matched_events(review, finding), reader)
-            if len(group.findings) > 1:
-                item.chain_of = f"chain {rank} of {len(group.findings)} to this site"
-            items.append(item)
+        lead = group.lead
+        item = _finding_item(f"f{len(items) + 1}", lead, view.finding_status(lead, matches),
+                             [e for f in group.findings for e in view.matched_events(review, f)], reader)
+        item.others = [(f.entry, [_hop(h, reader) for h in f.chain]) for f in group.findings[1:]]
+        if len(group.findings) > 1:
+            item.chain_of = f"{len(group.findings)} chains to this site"
+        items.append(item)
     for match, events in view.seen_only(review):
         if events:
             items.append(_seen_item(f"f{len(items) + 1}", events, match.note, reader))
+    for item in items[:OPEN_ROWS]:
+        item.open = item.status != "suppressed"
     return items
 
 
@@ -153,6 +170,7 @@ def _finding_item(item_id: str, finding: Finding, status: str, events: list[Even
         entry=finding.entry, hops=hops, fatal=o.fatal_under_fullgraph, gb_id=o.gb_id, gb_link=view.gb_link(o.gb_id),
         gb_type=o.gb_type, explanation=o.explanation, hints=o.hints, detail=o.detail, note=finding.note,
         fixes=view.ordered_fixes(finding.fixes), events=events, also_reached_by=finding.also_reached_by,
+        first_fix=next((f for f in finding.fixes if f.sound), None),
     )
 
 
@@ -162,22 +180,23 @@ def _hop(hop: Hop, reader: SourcePool) -> HopView:
 
 
 def _seen_item(item_id: str, events: list[Event], note: str, reader: SourcePool) -> ItemView:
+    """An event no finding predicted: its user chain (library and resume frames cut), Dynamo's words, the fix."""
     event = events[0]
-    frames = list(event.user_stack) or ([event.site] if event.site else [])
-    hops = [_frame(f, reader) for f in frames]
+    hops = [_frame(f, reader) for f in view.event_chain(event)]
     if hops:
         hops[-1].hazard = True
     site = event.site
     site_label = f"{site.file}:{site.line} {site.function}" if site else "(no user frame)"
     return ItemView(
-        id=item_id, rule=event.gb_id or event.kind, title=f"Seen at run time: {event.gb_type or event.kind}",
-        severity="warning", package=(reader.package_of(site.file) or _top_folder(site.file)) if site else "",
-        outcome=event.kind,
-        outcome_label=view.outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph), status="seen_only",
+        id=item_id, rule=event.gb_id or event.kind, title=f"Seen at run time: {view.event_text(event)}",
+        severity=view.event_severity(event),
+        package=(reader.package_of(site.file) or _top_folder(site.file)) if site else "",
+        outcome=event.kind, outcome_label=view.event_words(event), status="seen_only",
         confidence="high", site=site_label, callee=site.function if site else "", entry=event.compiled_frame,
         hops=hops, fatal=event.fatal_under_fullgraph, gb_id=event.gb_id, gb_link=view.gb_link(event.gb_id),
         gb_type=event.gb_type, explanation=event.explanation or event.reason, hints=event.hints,
-        detail=event.detail, note=note, events=events,
+        detail=event.detail, note=note, events=events, fixes=view.ordered_fixes(event.fixes),
+        first_fix=next((f for f in event.fixes if f.sound), None),
     )
 
 
@@ -211,6 +230,7 @@ def _processes(review: Review) -> list[dict[str, Any]]:
     for event in trace.events:
         by_pid[event.pid].append(event)
     rows = [{"info": p, "events": by_pid.pop(p.pid, [])} for p in trace.processes]
+    rows = [r for r in rows if r["events"] or r["info"].events]  # the idle ones are counted, not listed
     for pid, events in sorted(by_pid.items()):  # events from a process with no start record
         rows.append({"info": None, "pid": pid, "events": events})
     return rows
@@ -219,6 +239,7 @@ def _processes(review: Review) -> list[dict[str, Any]]:
 def _diff(diff: Diff) -> dict[str, Any]:
     return {
         "before": diff.before, "after": diff.after,
+        "hops": lambda f: [f"{view.hop_location(h)} {h.function}" for h in f.chain],
         "groups": [(name, view.sorted_findings(getattr(diff, name)))
                    for name in ("added", "changed", "removed", "suppressed")],
         "unchanged": len(diff.unchanged),

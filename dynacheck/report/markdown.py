@@ -42,7 +42,7 @@ def _review(review: Review) -> str:
         if len(groups) > MAX_ROWS:
             out.append(f"\n…and {len(groups) - MAX_ROWS} more sites (see the HTML or SARIF report).")
         out.append("")
-        for group in groups[: min(5, MAX_ROWS)]:
+        for group in groups[:MAX_ROWS]:  # every row shown gets its chain, folded
             out += _chain_block(group.lead)
     seen = view.seen_only(review)
     if seen:
@@ -50,8 +50,15 @@ def _review(review: Review) -> str:
         for _, events in seen:
             if events and events[0].site is not None:
                 e = events[0]
-                out.append(f"- `{_code(e.site.file)}:{e.site.line}` {_text(e.site.function)}: "
-                           f"{_text(view.outcome_label(e.kind, e.gb_id, e.fatal_under_fullgraph))}")
+                line = (f"- `{_code(e.site.file)}:{e.site.line}` `{_code(e.site.function)}`: "
+                        f"{_text(view.event_words(e))} ({view.event_severity(e)})")
+                chain = view.event_chain(e)
+                if len(chain) > 1:
+                    line += " via " + " → ".join(f"`{_code(f.function)}`" for f in chain)
+                fix = next((f for f in e.fixes if f.sound), None)
+                if fix is not None:
+                    line += f"; fix: {_text(fix.kind)} at `{_code(fix.at)}`"
+                out.append(line)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -84,7 +91,7 @@ def _cells(finding: Finding, *, status: str = "", with_status: bool = True) -> s
     fix = f"{_text(fixes[0].kind)} at `{_code(fixes[0].at)}`" if fixes else "—"
     cells = [
         f"{finding.rule}",
-        f"`{_code(finding.site.file)}:{finding.site.line}` {_text(finding.site.function)}",
+        f"`{_code(finding.site.file)}:{finding.site.line}` `{_code(finding.site.function)}`",
         f"`{_code(finding.site.callee)}`",
         _text(view.finding_outcome_label(finding)),
     ]

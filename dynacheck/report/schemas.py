@@ -127,6 +127,7 @@ DEFS: dict[str, dict[str, Any]] = {
         "compiled_frame": STR, "phase": STR, "fatal_under_fullgraph": BOOL,
         "count": {"type": "integer", "minimum": 0}, "detail": STR, "argv": STRS, "time": {"type": "number"},
         "ranks": {"type": "array", "items": INT}, "pids": {"type": "array", "items": INT},
+        "fixes": {**_list("Fix"), "description": "For an observed break: the fix the scan would place, from the stack."},
     }),
     "ProcessInfo": _record("One process of the traced command.", {
         "pid": INT, "rank": INT, "argv": STRS, "events": INT, "ended": STR,

@@ -16,6 +16,7 @@ from dynacheck.model import (
     Event,
     Finding,
     Fix,
+    Frame,
     Hop,
     Match,
     Review,
@@ -176,11 +177,15 @@ class Summary:
     suppressed: int = 0
     conditional: int = 0  # active findings that hold only if a flag/env/runtime value differs
     has_trace: bool = False
+    trace_only: bool = False  # no scan: the counts are the trace's events
+    trace_text: str = ""
 
 
 def summarize(review: Review) -> Summary:
     """Counts by outcome and severity, fatal-under-fullgraph, and confirmed/predicted/seen-only."""
-    summary = Summary(has_trace=review.trace is not None)
+    summary = Summary(has_trace=review.trace is not None, trace_only=review.scan is None and review.trace is not None)
+    if summary.trace_only:
+        summary.trace_text = trace_line(review)
     findings = review.scan.findings if review.scan else ()
     matches = match_index(review)
     active = [f for f in findings if f.status != "suppressed" and f.unconditional]
@@ -200,15 +205,22 @@ def summarize(review: Review) -> Summary:
     return summary
 
 
-def seen_only(review: Review) -> list[tuple[Match, list[Event]]]:
-    """Trace events no static finding predicted, with the match that says so."""
+def seen_only(review: Review, *, outside: bool = False) -> list[tuple[Match, list[Event]]]:
+    """Trace events no static finding predicted, with the match that says so, worst first.
+
+    Side effects that ran outside any compiled region are not breaks: they are left out, or with
+    `outside=True` they are the only ones returned (renderers list them apart, hidden by default).
+    """
     if review.trace is None:
         return []
     events = review.trace.events
     out = []
     for match in review.matches:
         if match.status == "seen_only":
-            out.append((match, [events[i] for i in match.events if 0 <= i < len(events)]))
+            picked = [events[i] for i in match.events if 0 <= i < len(events)]
+            if picked and event_is_outside(picked[0]) == outside:
+                out.append((match, picked))
+    out.sort(key=lambda item: -severity_rank(event_severity(item[1][0])) if item[1] else 0)
     return out
 
 
@@ -225,6 +237,8 @@ def matched_events(review: Review, finding: Finding) -> list[Event]:
 
 def summary_line(summary: Summary) -> str:
     """'3 findings at 2 sites: 2 graph break, 1 frame skipped; 3 fatal under fullgraph; 1 confirmed, ...'."""
+    if summary.trace_only:
+        return summary.trace_text or "no events seen"
     if summary.findings == 0 and not summary.by_status.get("seen_only"):
         text = "no findings"
     else:
@@ -293,3 +307,91 @@ def fix_plan(findings: tuple[Finding, ...] | list[Finding]) -> list[PlanStep]:
     steps = [PlanStep(kind, at, len(s), len(fatal.get((kind, at), ()))) for (kind, at), s in sites.items()]
     steps.sort(key=lambda p: (-p.fatal_sites, -p.sites, p.kind, p.at))
     return steps
+
+
+# --- observed events (trace) ------------------------------------------------------------------------
+
+BREAK_EVENTS = ("graph_break", "frame_skip", "fullgraph_error", "compile_error")
+EVENT_WORDS = {"fullgraph_error": "fullgraph error", "compile_error": "compile error", "side_effect": "side effect",
+               "recompile_limit": "recompile limit", "cuda_graph": "CUDA graph"}
+
+
+def event_is_outside(event: Event) -> bool:
+    """A side effect that ran outside any compiled region (eager JIT builds, imports, compile workers)."""
+    return event.kind == "side_effect" and event.phase not in ("tracing", "compiled_runtime")
+
+
+def event_severity(event: Event) -> str:
+    """error: a break or a failed compile; warning: a recompile or a side effect in compiled code; info: outside."""
+    if event.kind in BREAK_EVENTS or event.kind == "recompile_limit":
+        return "error"
+    if event_is_outside(event):
+        return "info"
+    return "warning"
+
+
+def event_chain(event: Event) -> list[Frame]:
+    """The stack from the compiled frame to the site: library and torch frames cut, Dynamo's resume copies merged.
+
+    After a graph break Dynamo runs the rest of a function as a resume function, so the stack holds the
+    function twice in a row (the original frame, then the resume frame): only the innermost is kept.
+    User frames carry `module.qualname`; library, stdlib and torch frames keep a bare code name.
+    """
+    stack = list(event.user_stack)
+    if event.site is not None:
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i].file == event.site.file and stack[i].line == event.site.line:
+                stack = stack[:i + 1]
+                break
+    if event.compiled_frame:
+        starts = [i for i, f in enumerate(stack) if f.function == event.compiled_frame]
+        if starts:
+            stack = stack[starts[0]:]
+    chain: list[Frame] = []
+    for frame in stack:
+        if "." not in frame.function:
+            continue
+        if chain and chain[-1].function == frame.function and chain[-1].file == frame.file:
+            chain[-1] = frame
+            continue
+        chain.append(frame)
+    return chain or ([event.site] if event.site else [])
+
+
+def event_words(event: Event) -> str:
+    """'GB0007 graph break' / 'side effect' in the renderers' words, fatal noted for breaks."""
+    if event.kind in OUTCOME_WORDS or event.gb_id:
+        return outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph)
+    return EVENT_WORDS.get(event.kind, event.kind.replace("_", " "))
+
+
+def event_text(event: Event) -> str:
+    """What happened, in Dynamo's words (gb_type, explanation), never its internal reprs (those are `detail`)."""
+    return event.gb_type or event.reason or event.explanation or event.kind.replace("_", " ")
+
+
+def trace_line(review: Review) -> str:
+    """'3 events seen: 2 graph break (2 fatal under fullgraph), 1 side effect in compiled code; 4 outside (hidden)'."""
+    trace = review.trace
+    if trace is None:
+        return ""
+    shown = [e for e in trace.events if not event_is_outside(e)]
+    outside = len(trace.events) - len(shown)
+    counts = Counter(EVENT_WORDS.get(e.kind, outcome_words(e.kind)) for e in shown)
+    parts = ", ".join(f"{n} {word}" for word, n in counts.most_common())
+    fatal = sum(e.fatal_under_fullgraph for e in shown)
+    noun = "event" if len(shown) == 1 else "events"
+    text = f"{len(shown)} {noun} seen in compiled code" + (f": {parts}" if parts else "")
+    text += f"; {fatal} fatal under fullgraph"
+    if outside:
+        text += f"; {outside} side effect(s) outside compiled regions (hidden)"
+    return text
+
+
+def active_processes(review: Review) -> tuple[list, int]:
+    """Processes that recorded something, and how many others ran without an event (compile workers, helpers)."""
+    if review.trace is None:
+        return [], 0
+    with_events = {e.pid for e in review.trace.events} | {p for e in review.trace.events for p in e.pids}
+    active = [p for p in review.trace.processes if p.pid in with_events or p.events]
+    return active, len(review.trace.processes) - len(active)
