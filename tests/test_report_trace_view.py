@@ -131,3 +131,19 @@ def test_markdown_names_are_code_and_every_row_has_its_chain():
     assert text.count("<details><summary>") == 7
     trace_text = render_markdown(trace_review())
     assert "`prog.f` → `prog.probe`" in trace_text and "fix: " in trace_text
+
+
+def test_trace_table_at_80_columns_keeps_names_whole_and_outside_effects_apart():
+    from dynacheck.dynamic.summary import print_summary
+
+    long_site = Frame("/work/app/flashinfer/fp4_quantization.py", 282,
+                      "flashinfer.fp4_quantization.get_fp4_quantization_module.<locals>.block_scale_interleave_sm100")
+    trace = TraceResult(("python", "prog.py"), (ProcessInfo(10, events=3),),
+                        (replace(subprocess_break(), site=long_site), print_break(), jit_build_outside()))
+    console = Console(record=True, width=80, force_terminal=False, color_system=None)
+    print_summary(trace, console)
+    text = console.export_text()
+    assert "get_fp4_quantization_module.block_scale_interleave_sm100" in text  # whole, on one line
+    assert "flashinfer/fp4_quantization.py:282" in text
+    assert "Attempted to call function marked as skipped" in text
+    assert "prog.build" not in text and "1 side effect(s) outside compiled regions" in text
