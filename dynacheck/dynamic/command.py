@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -21,7 +22,14 @@ from dynacheck.dynamic.summary import print_summary
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def trace(out_dir: Path, collect_all: bool, quiet: bool, command: tuple[str, ...]) -> int:
     """Run CMD with the Dynamo recorder in every Python process it starts; exit with CMD's code."""
+    started = time.monotonic()
+    if not quiet:
+        click.echo(f"dynacheck trace: recording every Python process of `{' '.join(command)}` into {out_dir}/",
+                   err=True)
     code = run_traced(list(command), out_dir, collect_all)
     if not quiet:
-        print_summary(load_trace(out_dir), out_dir=str(out_dir))
+        trace = load_trace(out_dir)
+        click.echo(f"dynacheck trace: done in {time.monotonic() - started:.1f} s: {len(trace.processes)} "
+                   f"process(es), {len(trace.events)} event(s), exit {code}", err=True)
+        print_summary(trace, out_dir=str(out_dir))
     return code

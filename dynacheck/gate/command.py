@@ -13,6 +13,7 @@ from dynacheck.gate.output import emit, relative_to_workdir, render_diff
 from dynacheck.gate.run import baseline_display, gate as run_gate, judge, run_scan
 from dynacheck.gate.text import render_terminal, summary
 from dynacheck.model import SEVERITIES
+from dynacheck.progress import StatusLine
 
 DIFF_FORMATS = ("terminal", "json", "markdown", "html")
 
@@ -37,7 +38,8 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
         load_config(config_file),
         baseline=baseline, targets=targets, entries=entries, preset=preset, fail_on=fail_on, format=fmt,
     )
-    verdict, changed = run_gate(config, update_baseline=update_baseline, offline=offline)
+    with StatusLine("dynacheck gate") as status:
+        verdict, changed = run_gate(config, update_baseline=update_baseline, offline=offline, progress=status)
     where = baseline_display(config.baseline_path())
     if verdict is None:
         click.echo(f"dynacheck gate: baseline {where} {'written' if changed else 'already up to date'}.")
@@ -70,8 +72,11 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
 def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     """Compare the Dynamo hazards of two dependency sets (e.g. a version bump) for a PR comment."""
     before_specs, after_specs = _split(before, "--from"), _split(after, "--to")
-    first = run_scan(before_specs, entries, preset, offline=offline)
-    second = run_scan(after_specs, entries, preset, offline=offline)
+    with StatusLine("dynacheck diff") as status:
+        status.phase = "before"
+        first = run_scan(before_specs, entries, preset, offline=offline, progress=status)
+        status.phase = "after"
+        second = run_scan(after_specs, entries, preset, offline=offline, progress=status)
     _say_problems(first)
     _say_problems(second)
     comparison = compare_scans(first, second)

@@ -38,7 +38,8 @@ def check_scan_inputs(specs: Sequence[str], entries: Sequence[str], preset: str 
         )
 
 
-def run_scan(specs: Sequence[str], entries: Sequence[str], preset: str | None, *, offline: bool = False) -> ScanResult:
+def run_scan(specs: Sequence[str], entries: Sequence[str], preset: str | None, *, offline: bool = False,
+             progress=None) -> ScanResult:
     """Call the static engine; a missing engine is a user-facing error, not a traceback."""
     check_scan_inputs(specs, entries, preset)
     try:
@@ -47,7 +48,7 @@ def run_scan(specs: Sequence[str], entries: Sequence[str], preset: str | None, *
         if exc.name in ("dynacheck.static", "dynacheck.static.scan"):
             raise UserError("The static scan engine (dynacheck.static) is not installed.") from None
         raise
-    result = scan_module.scan(list(specs), entries=tuple(entries), preset=preset, offline=offline)
+    result = scan_module.scan(list(specs), entries=tuple(entries), preset=preset, offline=offline, progress=progress)
     return with_fingerprints(result)
 
 
@@ -72,13 +73,15 @@ def judge(comparison: Comparison, fail_on: str, result: ScanResult, include_cond
     return GateVerdict(diff=diff, failing=tuple(failing), scan=result)
 
 
-def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = False) -> tuple[GateVerdict | None, bool]:
+def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = False,
+         progress=None) -> tuple[GateVerdict | None, bool]:
     """Run the gate; with `update_baseline` write the file and return (None, whether it changed)."""
     baseline_path = config.baseline_path()
     check_scan_inputs(config.targets, config.entries, config.preset)
     if not update_baseline:
         baseline = read_baseline(baseline_path)  # fail fast, before a long scan
-    result = prepare(run_scan(config.target_specs_for_scan(), config.entries, config.preset, offline=offline), config.ignore)
+    result = prepare(run_scan(config.target_specs_for_scan(), config.entries, config.preset, offline=offline,
+                              progress=progress), config.ignore)
     if update_baseline:
         return None, write_baseline(baseline_from_scan(result, specs=_specs_as_written(config, result)), baseline_path)
     comparison = compare_with_previous(baseline, result)

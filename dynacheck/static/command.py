@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from dynacheck.model import Review, ScanResult
+from dynacheck.progress import StatusLine
 from dynacheck.static.presets import DEFAULT_PRESET, DEFAULT_TARGETS, PRESETS
 
 FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
@@ -61,7 +62,7 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
     elif inputs.origin != "command line":
         click.echo(f"dynacheck: scanning the targets of {inputs.origin}: {' + '.join(inputs.specs)}", err=True)
     fail_on = fail_on or (config.fail_on if config.source else "error")
-    progress = _progress() if sys.stderr.isatty() and fmt == "terminal" else None
+    progress = StatusLine() if sys.stderr.isatty() else None
     try:
         result = run_scan(list(inputs.specs), list(inputs.entries), inputs.preset, cache_dir=cache_dir,
                           offline=offline, progress=progress)
@@ -108,20 +109,3 @@ def _emit(result: ScanResult, fmt: str, out: Path | None, verbose: bool, show_co
     else:
         report.write(text, out)
         click.echo(f"dynacheck: wrote {out}; {reason}", err=True)
-
-
-class _progress:
-    """A one-line status on stderr while resolving and walking (only on a terminal)."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.status import Status
-
-        self._status = Status("starting", console=Console(stderr=True))
-        self._status.start()
-
-    def __call__(self, message: str) -> None:
-        self._status.update(f"dynacheck: {message}")
-
-    def close(self) -> None:
-        self._status.stop()

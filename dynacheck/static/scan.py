@@ -38,7 +38,8 @@ def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str |
     for spec in target_specs:
         if progress:
             progress(f"resolving {spec}")
-        targets.append(resolve_target(spec, cache_dir=cache, offline=offline))
+        counts = getattr(progress, "counts", None)  # downloads and unpacking report files done of total
+        targets.append(resolve_target(spec, cache_dir=cache, offline=offline, progress=counts))
     return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress)
 
 
@@ -62,7 +63,9 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     catalog = load_catalog()
     problems: list[Problem] = []
     locator = ModuleLocator(targets)
-    cache = SummaryCache(cache_dir if cache_dir is not None else default_cache_dir())
+    cache = (_CountingCache if progress else SummaryCache)(cache_dir if cache_dir is not None else default_cache_dir())
+    if progress:
+        cache.progress = progress
     index = Index(locator, cache, problems)
     evaluator = Evaluator(index)
     boundaries = Boundaries(evaluator)
@@ -126,6 +129,19 @@ def resolve_entry(entry: str, evaluator: Evaluator, locator: ModuleLocator) -> V
                 return Value("func", value.module, value.name, "entry", self_cls=cls)
     names = list(summary.functions) + [f"{c}.{m}" for c, k in summary.classes.items() for m in k.methods]
     raise UserError(f"Entry {entry!r} names no function in {module_name}.", _close(qualname, names))
+
+
+class _CountingCache(SummaryCache):
+    """The summary cache, saying every few files how many the walk has read (parsed or from cache)."""
+
+    progress: Progress | None = None
+
+    def summary(self, path, module, is_package, data):  # type: ignore[override]
+        summary = super().summary(path, module, is_package, data)
+        read = self.parsed + self.hits
+        if self.progress is not None and read % 5 == 0:
+            self.progress(f"walking: {read} files read ({self.parsed} parsed, {self.hits} from cache)")
+        return summary
 
 
 def _close(word: str, options: list[str]) -> str:
