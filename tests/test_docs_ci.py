@@ -110,3 +110,15 @@ def test_the_documented_wheel_build_gives_the_file_the_workflow_installs(tmp_pat
     assert len(wheels) == 1
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert any(n.startswith("dynacheck/rules_data/") and n.endswith(".toml") for n in names)
+
+
+def test_measured_counts_in_the_docs_agree_with_bench_results():
+    """README and docs quote the benchmark; the numbers come from bench/RESULTS.md, one source."""
+    results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    parsed = re.search(r"\| files parsed by the scan \| (\d+)", results).group(1)
+    in_trees = re.search(r"\| files in the two trees \| (\d+)", results).group(1)
+    readme = re.search(r"([\d,]+) of ([\d,]+) files parsed", README)
+    assert (readme.group(1).replace(",", ""), readme.group(2).replace(",", "")) == (parsed, in_trees)
+    schema_doc = (ROOT / "docs" / "json-schema.md").read_text(encoding="utf-8")
+    for found in re.findall(r'"files_parsed": (\d+)', schema_doc):
+        assert found == parsed
