@@ -162,3 +162,10 @@ def test_report_applies_the_same_config_to_a_saved_scan(project: Path, capsys) -
     code, out, _ = run(["report", "--scan", "scan.json", "--format", "json"], capsys)
     statuses = {f["rule"]: f["status"] for f in json.loads(out)["scan"]["findings"]}
     assert code == 0 and statuses["DC030"] == "suppressed" and statuses["DC040"] == "predicted"
+
+
+def test_a_mistyped_entry_suggests_each_name_once(project: Path, capsys) -> None:
+    code, _, err = run(["scan", "--offline", "--target", "src", "--entry", "gatefx.model:Model.forwad"], capsys)
+    assert code == 2 and "Did you mean" in err
+    suggestions = err.split("Did you mean:", 1)[1].strip().rstrip("?").split(", ")
+    assert "Model.forward" in suggestions and len(suggestions) == len(set(suggestions))

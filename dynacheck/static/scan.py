@@ -145,7 +145,7 @@ class _CountingCache(SummaryCache):
 
 
 def _close(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word, options, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(word, list(dict.fromkeys(options)), n=3, cutoff=0.5)  # each name once
     return f"Did you mean: {', '.join(close)}?" if close else ""
 
 
