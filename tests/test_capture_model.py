@@ -60,6 +60,7 @@ def _maker():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("distributed")  # one torch.distributed job at a time under pytest -n
 def test_tensor_parallel_two_ranks_equals_one_rank(tmp_path):
     """tp=2 on gloo: column/row-parallel shards plus traceable all-reduce give the tp=1 output."""
     from dynacheck.cli import main

@@ -97,6 +97,7 @@ def test_trace_without_a_command_is_a_user_error():
 
 @pytest.mark.torch
 @pytest.mark.slow
+@pytest.mark.xdist_group("distributed")  # one torch.distributed job at a time under pytest -n
 def test_torchrun_ranks_get_the_recorder_and_their_rank(tmp_path):
     pytest.importorskip("torch.distributed.run")
     proc = trace(tmp_path, ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
