@@ -97,3 +97,14 @@ def test_wrapped_chains_keep_their_indentation_at_80_columns():
     end = next(i for i, line in enumerate(lines[start:], start) if line.lstrip().startswith(("fix:", "…")))
     chain = [line for line in lines[start:end] if line.strip()]
     assert len(chain) > 8 and all(line.startswith("    ") for line in chain[1:]), chain
+
+
+def test_first_sites_shown_cover_different_fixes_of_the_plan():
+    base = samples.flagship_finding()
+    other_fix = replace(next(f for f in base.fixes if f.sound), at="flashinfer.other.entry")
+    same = [replace(base, site=replace(base.site, line=100 + i, callee=f"probe{i}"), fingerprint=f"s{i}")
+            for i in range(SITES_SHOWN + 2)]
+    lone = replace(base, site=replace(base.site, line=900, callee="lonely"), fingerprint="lone",
+                   fixes=(other_fix,))
+    text = _text(replace(samples.flagship_scan(), findings=(*same, lone)))
+    assert "calls lonely" in text  # the one site of the second fix is shown, not a sixth site of the first

@@ -59,13 +59,15 @@ def _sites(console: Console, scan: ScanResult, matches: dict, verbose: bool) -> 
     """One block per unconditional site, worst first; suppressed ones only with -v."""
     groups = [g for g in view.group_by_site([f for f in scan.findings if f.unconditional])
               if verbose or g.lead.status != "suppressed"]
-    shown = groups if verbose else groups[:SITES_SHOWN]
+    plan = list(scan.fix_plan) or view.fix_plan(scan.findings)
+    shown = groups if verbose else view.sites_for_plan(groups, plan, SITES_SHOWN)
     for group in shown:
         console.print()
         _site(console, group, matches, verbose)
     if len(groups) > len(shown):
         console.print()
-        console.print(Text(f"… {len(groups) - len(shown)} more site(s), covered by the fix plan above; "
+        console.print(Text(f"… {len(groups) - len(shown)} more site(s) (above: the worst site of each fix in the "
+                           "plan); "
                            "--verbose shows every site and chain (--format html for a browsable review)",
                            style="dim"))
     suppressed = sum(1 for g in view.group_by_site(scan.findings) if g.lead.status == "suppressed")

@@ -279,6 +279,26 @@ def deployment_label(deployment: dict) -> str:
     return "; ".join(parts)
 
 
+def sites_for_plan(groups: list[SiteGroup], plan: list, n: int) -> list[SiteGroup]:
+    """`n` sites to show first: the worst site under each fix of the plan, in plan order, then the rest.
+
+    Five sites that one fix clears say less than one site for each of five fixes.
+    """
+    def first_fix(group: SiteGroup) -> tuple[str, str] | None:
+        fix = next((f for f in group.lead.fixes if f.sound), None)
+        return (fix.kind, fix.at) if fix else None
+
+    chosen: list[SiteGroup] = []
+    for step in plan:
+        group = next((g for g in groups if first_fix(g) == (step.kind, step.at) and g not in chosen), None)
+        if group is not None:
+            chosen.append(group)
+        if len(chosen) == n:
+            return chosen
+    chosen += [g for g in groups if g not in chosen][:n - len(chosen)]
+    return chosen
+
+
 @dataclass
 class PlanStep:
     """One fix and how many hazard sites it covers (the first sound fix of each finding)."""
