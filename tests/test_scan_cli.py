@@ -169,3 +169,12 @@ def test_a_mistyped_entry_suggests_each_name_once(project: Path, capsys) -> None
     assert code == 2 and "Did you mean" in err
     suggestions = err.split("Did you mean:", 1)[1].strip().rstrip("?").split(", ")
     assert "Model.forward" in suggestions and len(suggestions) == len(set(suggestions))
+
+
+def test_gate_sarif_marks_comment_suppressions_in_source(project: Path, capsys) -> None:
+    add_comment(project / "src/gatefx/helpers.py", 12, "# dynacheck: ignore[DC040] timing read once at load")
+    assert run(["gate", "--update-baseline"], capsys)[0] == 0
+    _, sarif, _ = run(["gate", "--offline", "--format", "sarif"], capsys)
+    results = json.loads(sarif)["runs"][0]["results"]
+    kinds = [s["kind"] for r in results for s in r.get("suppressions", ())]
+    assert kinds == ["inSource"]
