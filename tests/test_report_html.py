@@ -242,3 +242,14 @@ def test_seen_only_event_gets_its_package_and_source(page_text):
     assert "Seen at run time: Data-dependent branching" in item
     assert 'class="src-slot"' in item
     assert "# Dynamo cannot trace a Python branch on a tensor&#39;s value" in page_text
+
+
+def test_conditional_sites_come_after_and_say_their_conditions():
+    from dynacheck.model import Condition
+
+    base = samples.flagship_finding()
+    cond = replace(samples.logging_finding(), conditions=(Condition("server_args.enable_symm_mem", "x.py", 4),))
+    text = render_html(Review(scan=replace(samples.flagship_scan(), findings=(cond, base))))
+    assert text.index('data-rule="DC001"') < text.index('data-rule="DC020"')
+    assert "only if: server_args.enable_symm_mem (x.py:4)" in text
+    assert "1 conditional" in text

@@ -72,6 +72,7 @@ class ItemView:
     others: list[tuple[str, list[HopView]]] = field(default_factory=list)  # (entry, hops) of the other chains
     first_fix: Any = None  # the first sound fix, shown in the row without a click
     open: bool = False  # the first rows are open: the first screen shows a chain and a fix
+    conditions: list[str] = field(default_factory=list)  # "only if" these differ from the scanned deployment
 
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
@@ -136,12 +137,16 @@ def _items(review: Review, reader: SourcePool) -> list[ItemView]:
     """One row per hazard site (its lead chain, the other chains inside), then the events no finding predicted."""
     matches = view.match_index(review)
     items: list[ItemView] = []
-    groups = view.group_by_site(review.scan.findings) if review.scan else []
+    findings = review.scan.findings if review.scan else ()
+    # sites that hold on the scanned deployment first; conditional ones after, marked with their conditions
+    groups = view.group_by_site([f for f in findings if f.unconditional])
+    groups += view.group_by_site([f for f in findings if not f.unconditional])
     for group in groups:
         lead = group.lead
         item = _finding_item(f"f{len(items) + 1}", lead, view.finding_status(lead, matches),
                              [e for f in group.findings for e in view.matched_events(review, f)], reader)
         item.others = [(f.entry, [_hop(h, reader) for h in f.chain]) for f in group.findings[1:]]
+        item.conditions = [view.condition_label(c) for c in lead.conditions]
         if len(group.findings) > 1:
             item.chain_of = f"{len(group.findings)} chains to this site"
         items.append(item)
@@ -149,7 +154,7 @@ def _items(review: Review, reader: SourcePool) -> list[ItemView]:
         if events:
             items.append(_seen_item(f"f{len(items) + 1}", events, match.note, reader))
     for item in items[:OPEN_ROWS]:
-        item.open = item.status != "suppressed"
+        item.open = item.status != "suppressed" and not item.conditions
     return items
 
 
