@@ -103,7 +103,7 @@ def test_real_scan_report_loads_filters_and_expands(browser, tmp_path):
     item = page.page.locator("details.finding").nth(index)
     assert item.get_attribute("data-rule") == rule
     assert not item.locator("li.hop").first.is_visible()
-    item.locator("summary").click()
+    item.locator(":scope > summary").click()
     hops = item.locator("li.hop")
     assert hops.count() == len(subprocess_finding.chain)
     assert all(hops.nth(i).is_visible() for i in range(hops.count()))
@@ -128,7 +128,7 @@ def test_scanned_markup_stays_inert_and_search_and_theme_work(browser, tmp_path)
     assert page.page.locator("script").count() == 1
     banner = page.page.locator('details.finding[data-rule="DC021"]')
     if not banner.evaluate("e => e.open"):
-        banner.locator("summary").click()
+        banner.locator(":scope > summary").click()
     assert "</script><script>alert('pwned')</script>" in banner.locator(".src-line.marked").first.inner_text()
     assert page.dialogs == []
 
@@ -163,8 +163,8 @@ def test_flagship_report_in_the_browser(browser, tmp_path, pinned_targets, scan_
     hits = [el for el in page.page.locator("details.finding").all() if el.is_visible()]
     assert hits
     flagship = hits[0]
-    flagship.locator("summary").click()
-    assert "subprocess.check_output" in flagship.locator("summary").inner_text()
+    flagship.locator(":scope > summary").click()
+    assert "subprocess.check_output" in flagship.locator(":scope > summary").inner_text()
     marked = flagship.locator("li.hop.hazard .src-line.marked")
     assert marked.is_visible() and "check_output" in marked.inner_text()
     assert flagship.locator('a[href$="gb0007.html"]').is_visible()
