@@ -122,3 +122,18 @@ def test_measured_counts_in_the_docs_agree_with_bench_results():
     schema_doc = (ROOT / "docs" / "json-schema.md").read_text(encoding="utf-8")
     for found in re.findall(r'"files_parsed": (\d+)', schema_doc):
         assert found == parsed
+
+
+def test_ci_runs_the_readme_test_command_in_parallel():
+    (setup,) = [b for b in blocks(README, "bash") if "'.[dev]'" in b]
+    command = setup.strip().split("&&")[-1].strip()
+    assert command.startswith("pytest -n auto"), command  # pytest-xdist: the suite on every core
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"python3 -m {command}" in ci
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    assert any(d.startswith("pytest-xdist") for d in dev)
+
+
+def test_readme_says_what_the_first_command_exits_with():
+    first = README[README.index("pip install -e . && dynacheck scan"):][:900]
+    assert "exits 1" in first and "--fail-on never" in first
