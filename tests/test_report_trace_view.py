@@ -147,3 +147,9 @@ def test_trace_table_at_80_columns_keeps_names_whole_and_outside_effects_apart()
     assert "flashinfer/fp4_quantization.py:282" in text
     assert "Attempted to call function marked as skipped" in text
     assert "prog.build" not in text and "1 side effect(s) outside compiled regions" in text
+
+
+def test_trace_only_overview_counts_the_events():
+    summary = view.summarize(trace_review())
+    assert summary.fatal == 2 and summary.by_outcome["graph_break"] == 2
+    assert summary.by_status["seen_only"] == 2  # the outside side effect is apart

@@ -184,8 +184,11 @@ class Summary:
 def summarize(review: Review) -> Summary:
     """Counts by outcome and severity, fatal-under-fullgraph, and confirmed/predicted/seen-only."""
     summary = Summary(has_trace=review.trace is not None, trace_only=review.scan is None and review.trace is not None)
-    if summary.trace_only:
+    if summary.trace_only:  # the counts are the events' (side effects outside compiled regions apart)
         summary.trace_text = trace_line(review)
+        for event in (e for e in review.trace.events if not event_is_outside(e)):
+            summary.by_outcome[event.kind] += 1
+            summary.fatal += event.fatal_under_fullgraph
     findings = review.scan.findings if review.scan else ()
     matches = match_index(review)
     active = [f for f in findings if f.status != "suppressed" and f.unconditional]
