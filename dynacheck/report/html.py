@@ -74,6 +74,15 @@ class ItemView:
     open: bool = False  # the first rows are open: the first screen shows a chain and a fix
     conditions: list[str] = field(default_factory=list)  # "only if" these differ from the scanned deployment
 
+    @property
+    def chain_line(self) -> str:
+        """The lead chain on one line, `Class.method` per hop, for the row itself (no click needed)."""
+        names = [".".join([p for p in h.function.split(".") if p != "<locals>"][-2:]) for h in self.hops]
+        names = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
+        if len(names) > 7:
+            names = names[:3] + ["…"] + names[-3:]
+        return " → ".join(names)
+
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
                 title: str = "dynacheck report") -> str:
