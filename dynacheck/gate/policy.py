@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dynacheck.gate.config import GateConfig, check_rule_id, load_config
+from dynacheck.gate.config import GateConfig, load_config
 from dynacheck.model import Finding, ScanResult, severity_rank
 
 
@@ -85,9 +85,3 @@ def exit_verdict(result: ScanResult, fail_on: str, include_conditional: bool = F
         return 1, (f"exit 1: {len(failing)} {noun} of severity {fail_on} or worse at {sites} "
                    f"site{'' if sites == 1 else 's'} (--fail-on {fail_on}){tail}.")
     return 0, f"exit 0: no finding at or above --fail-on {fail_on} holds on this deployment{tail}."
-
-
-def check_rule_ids(rules: Sequence[str], where: str) -> None:
-    """Every id must be in the catalogue; the error names the closest ones."""
-    for rule in rules:
-        check_rule_id(rule, where)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
-from dynacheck.model import Diff, Finding, Review, ScanResult, TraceResult
+from dynacheck.model import Diff, Event, Finding, Fix, Review, ScanResult, TraceResult
 from dynacheck.report import view
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -186,7 +186,7 @@ def _site(console: Console, group: view.SiteGroup, matches: dict, verbose: bool)
     if hidden > 0:
         console.print(_indented(Text(f"… reached by {hidden} more chain(s)"
                                      + ("" if verbose else "; --verbose shows them"), style="dim"), 2))
-    _fixes(console, lead, verbose)
+    _fixes(console, lead.fixes, verbose)
 
 
 def _chain(console: Console, finding: Finding) -> None:
@@ -208,9 +208,9 @@ def _chain(console: Console, finding: Finding) -> None:
     console.print(_indented(tail, 6))
 
 
-def _fixes(console: Console, finding: Finding, verbose: bool = True) -> None:
+def _fixes(console: Console, all_fixes: tuple[Fix, ...], verbose: bool = True) -> None:
     """The first sound fix; with -v every fix, and the ones users ask for that would not work, with why not."""
-    fixes = view.ordered_fixes(finding.fixes)
+    fixes = view.ordered_fixes(all_fixes)
     shown = fixes if verbose else [f for f in fixes if f.sound][:1] or fixes[:1]
     for fix in shown:
         line = Text()
@@ -255,7 +255,7 @@ def _seen_only(console: Console, review: Review, verbose: bool = False) -> None:
                            style="dim"))
 
 
-def _event(console: Console, event, note: str, verbose: bool) -> None:
+def _event(console: Console, event: Event, note: str, verbose: bool) -> None:
     console.print()
     severity = view.event_severity(event)
     where = f"{event.site.file}:{event.site.line} {event.site.function}" if event.site else "(no user frame)"
@@ -278,14 +278,7 @@ def _event(console: Console, event, note: str, verbose: bool) -> None:
     if note:
         console.print(_indented(Text(note, style="dim"), 2))
     if event.fixes:
-        _fixes(console, _FixHolder(event.fixes), verbose)
-
-
-class _FixHolder:
-    """What `_fixes` reads from a finding, for an event's fixes."""
-
-    def __init__(self, fixes) -> None:
-        self.fixes = fixes
+        _fixes(console, event.fixes, verbose)
 
 
 def _problems_and_stats(console: Console, scan: ScanResult, verbose: bool) -> None:
