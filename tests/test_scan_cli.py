@@ -178,3 +178,27 @@ def test_gate_sarif_marks_comment_suppressions_in_source(project: Path, capsys) 
     results = json.loads(sarif)["runs"][0]["results"]
     kinds = [s["kind"] for r in results for s in r.get("suppressions", ())]
     assert kinds == ["inSource"]
+
+
+def test_gate_says_why_it_passed(project: Path, capsys) -> None:
+    assert run(["gate", "--update-baseline"], capsys)[0] == 0
+    code, _, err = run(["gate", "--offline"], capsys)
+    assert code == 0 and "dynacheck gate: passed: no new finding at or above 'error'" in err
+
+
+def test_gate_counts_conditional_findings_only_when_configured(project: Path, capsys) -> None:
+    from dataclasses import replace as _replace
+
+    from dynacheck.gate.config import load_config
+    from dynacheck.gate.diff import Comparison
+    from dynacheck.gate.run import judge
+    from dynacheck.model import Condition, Diff, ScanResult
+
+    assert run(["scan", "--offline", "--format", "json", "--out", "s.json"], capsys)[0] == 1
+    scan = ScanResult.from_dict(json.loads((project / "s.json").read_text()))
+    conditional = tuple(_replace(f, conditions=(Condition("flag", "x.py", 1, "flag"),)) for f in scan.findings)
+    comparison = Comparison(diff=Diff(before=(), after=(), added=conditional), previous={})
+    assert judge(comparison, "info", scan).failing == ()
+    assert len(judge(comparison, "info", scan, include_conditional=True).failing) == len(conditional)
+    (project / "pyproject.toml").write_text(CONFIG + "include_conditional = true\n", encoding="utf-8")
+    assert load_config().include_conditional is True

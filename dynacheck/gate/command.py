@@ -57,7 +57,19 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
             f"(baseline {where}). Fix them, suppress with a reason, or accept with --update-baseline.",
             err=True,
         )
+    else:
+        not_counted = _not_counted(verdict.diff.added, config.include_conditional)
+        click.echo(f"dynacheck gate: passed: no new finding at or above '{config.fail_on}' (baseline {where})"
+                   f"{not_counted}.", err=True)
     return verdict.exit_code
+
+
+def _not_counted(added, include_conditional: bool) -> str:
+    """'; 2 new conditional finding(s) not counted (include_conditional = true counts them)' or ''."""
+    conditional = sum(1 for f in added if not f.unconditional)
+    if not conditional or include_conditional:
+        return ""
+    return f"; {conditional} new conditional finding(s) not counted (include_conditional = true counts them)"
 
 
 @click.command("diff")
