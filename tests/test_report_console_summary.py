@@ -108,3 +108,18 @@ def test_first_sites_shown_cover_different_fixes_of_the_plan():
                    fixes=(other_fix,))
     text = _text(replace(samples.flagship_scan(), findings=(*same, lone)))
     assert "calls lonely" in text  # the one site of the second fix is shown, not a sixth site of the first
+
+
+def test_conditional_findings_are_notes_in_sarif_and_notices_on_github():
+    import json
+
+    from dynacheck.report import render
+
+    scan = many_sites(1)
+    sarif = json.loads(render(scan, "sarif"))
+    levels = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("linear.py"): r["level"]
+              for r in sarif["runs"][0]["results"]}
+    assert levels[True] == "note" and levels[False] == "error"
+    github = render(scan, "github").splitlines()
+    conditional = next(line for line in github if "barrier" in line)
+    assert conditional.startswith("::notice ") and "Only if: get_global_server_args().enable_symm_mem" in conditional

@@ -37,13 +37,16 @@ def _command(finding: Finding, prefix: str) -> str:
     fixes = [f for f in view.ordered_fixes(finding.fixes) if f.sound]
     if fixes:
         message += f"\nFix: {fixes[0].kind} at {fixes[0].at}: {fixes[0].summary}"
+    if finding.conditions:  # does not happen on the scanned deployment: a notice, saying when it would
+        message += "\nOnly if: " + "; ".join(view.condition_label(c) for c in finding.conditions)
     props = [f"file={_prop(site.file)}"]
     if site.line > 0:
         props.append(f"line={site.line}")
     if site.column > 0:
         props.append(f"col={site.column + 1}")
     props.append(f"title={_prop(title)}")
-    return f"::{COMMANDS.get(finding.severity, 'warning')} {','.join(props)}::{_data(message)}"
+    level = "notice" if finding.conditions else COMMANDS.get(finding.severity, "warning")
+    return f"::{level} {','.join(props)}::{_data(message)}"
 
 
 def _data(text: str) -> str:

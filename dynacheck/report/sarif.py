@@ -137,10 +137,13 @@ def _finding_result(finding: Finding, rule_ids: list[str], bases: _BaseIds, stat
         message += f" Reached from {finding.chain[0].function} in {len(finding.chain)} hops."
     if sound:
         message += f" Fix: {sound[0].kind} at {sound[0].at}."
+    if finding.conditions:
+        message += " Only if: " + "; ".join(view.condition_label(c) for c in finding.conditions) + "."
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": rule_ids.index(finding.rule),
-        "level": LEVELS.get(finding.severity, "warning"),
+        # a finding that holds only under other flags/env is a note: it does not happen on this deployment
+        "level": "note" if finding.conditions else LEVELS.get(finding.severity, "warning"),
         "kind": "fail",
         "message": {"text": message},
         "locations": [_site_location(finding.site, bases)],
@@ -155,6 +158,7 @@ def _finding_result(finding: Finding, rule_ids: list[str], bases: _BaseIds, stat
             "entry": finding.entry,
             "family": finding.family,
             "fixes": [{"kind": f.kind, "at": f.at, "summary": f.summary, "sound": f.sound} for f in fixes],
+            "conditions": [c.to_dict() for c in finding.conditions],
         },
     }
     if finding.fingerprint:
