@@ -123,3 +123,13 @@ def test_conditional_findings_are_notes_in_sarif_and_notices_on_github():
     github = render(scan, "github").splitlines()
     conditional = next(line for line in github if "barrier" in line)
     assert conditional.startswith("::notice ") and "Only if: get_global_server_args().enable_symm_mem" in conditional
+
+
+def test_markdown_lists_conditional_sites_apart():
+    from dynacheck.report.markdown import render_markdown
+
+    text = render_markdown(many_sites(2))
+    table = [line for line in text.splitlines() if line.startswith("| 🔴")]
+    assert len(table) == 2 and not any("barrier" in line for line in table)
+    assert "**1 more site(s) only under other flags or env**" in text
+    assert "only if `get_global_server_args().enable_symm_mem (sglang/srt/layers/linear.py:40)`" in text

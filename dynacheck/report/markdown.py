@@ -33,7 +33,9 @@ def _review(review: Review) -> str:
         out.append("")
     out.append(f"**{_text(view.summary_line(view.summarize(review)))}**")
     out.append("")
-    groups = [g for g in view.group_by_site(scan.findings if scan else ()) if g.lead.status != "suppressed"]
+    findings = scan.findings if scan else ()
+    groups = [g for g in view.group_by_site([f for f in findings if f.unconditional]) if g.lead.status != "suppressed"]
+    conditional = view.group_by_site([f for f in findings if not f.unconditional and f.status != "suppressed"])
     matches = view.match_index(review)
     if groups:
         out += ["| | Rule | Site | Calls | Dynamo | Status | Fix |", "|---|---|---|---|---|---|---|"]
@@ -44,6 +46,14 @@ def _review(review: Review) -> str:
         out.append("")
         for group in groups[:MAX_ROWS]:  # every row shown gets its chain, folded
             out += _chain_block(group.lead)
+    if conditional:
+        out.append(f"**{len(conditional)} more site(s) only under other flags or env** (not counted above):")
+        for group in conditional[:MAX_ROWS]:
+            lead = group.lead
+            only = "; ".join(view.condition_label(c) for c in lead.conditions)
+            out.append(f"- `{_code(lead.site.file)}:{lead.site.line}` `{_code(lead.site.callee)}`: "
+                       f"{_text(view.finding_outcome_label(lead))}, only if `{_code(only)}`")
+        out.append("")
     seen = view.seen_only(review)
     if seen:
         out.append("**Seen at run time, not predicted by the scan:**")
