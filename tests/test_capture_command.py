@@ -27,6 +27,7 @@ def _capture(tmp_path: Path, *extra: str) -> tuple[int, dict]:
     return res.returncode, json.loads((tmp_path / name).read_text())
 
 
+@pytest.mark.slow  # over 10 s on 2 cores
 def test_reference_quantizer_run_compiles_every_size_and_says_what_was_skipped(tmp_path):
     from dynacheck.cli import main
 
@@ -79,6 +80,7 @@ def test_bad_batch_sizes_is_a_user_error():
     assert exc.value.code == 2
 
 
+@pytest.mark.slow  # over 10 s on 2 cores
 def test_capture_reruns_itself_under_the_recorder_and_merges_its_trace(tmp_path, monkeypatch):
     """With dynacheck.dynamic installed, the command re-executes itself through `launch.run_traced`
     (every rank inherits the recorder) and folds `merge.load_trace`'s events into the summary."""

@@ -75,6 +75,7 @@ def fake_cuda(monkeypatch):
     return graphs
 
 
+@pytest.mark.slow  # over 10 s on 2 cores
 def test_replay_matches_eager_for_new_inputs_after_capture(fake_cuda):
     torch.manual_seed(0)
     cfg = Glm5Config.tiny(layers=2)

@@ -69,6 +69,7 @@ def test_backend_on_the_glm5_model_splits_per_layer_and_matches_eager():
     assert torch.equal(out, model(x, pos))
 
 
+@pytest.mark.slow  # over 10 s on 2 cores
 def test_one_compile_per_batch_size():
     cfg = Glm5Config.tiny(layers=2)
     model = Glm5Model(cfg, dtype=torch.float32)

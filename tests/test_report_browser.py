@@ -151,6 +151,7 @@ def test_scanned_markup_stays_inert_and_search_and_theme_work(browser, tmp_path)
 
 
 @pytest.mark.wheels
+@pytest.mark.slow  # over 10 s on 2 cores
 def test_flagship_report_in_the_browser(browser, tmp_path, pinned_targets, scan_cache):
     """The GLM-5 report: find the fp4 -> nvcc chain by search, open it, see the marked subprocess line."""
     scan_module = pytest.importorskip("dynacheck.static.scan", reason="the static engine is not in this tree")
