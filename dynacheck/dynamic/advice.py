@@ -17,7 +17,7 @@ from dynacheck.dynamic.correlate import BREAK_KINDS
 from dynacheck.dynamic.stacks import module_name
 from dynacheck.fixes.place import HopFacts, place
 from dynacheck.model import VIA_ENTRY, Event, Fix, Hop, TraceResult
-from dynacheck.report.view import event_chain as user_chain
+from dynacheck.report.events import event_chain as user_chain
 
 _BUILTIN = re.compile(r"^builtin (?P<name>[A-Za-z_][A-Za-z0-9_]*)\b")
 _SKIPPED = re.compile(r"module: (?P<module>[\w.]+), qualname: (?P<qual>[\w.]+)")

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dynacheck.model import Event, TraceResult
+from dynacheck.report.events import event_is_outside
 
 KIND_ORDER = ("fullgraph_error", "compile_error", "graph_break", "frame_skip", "recompile_limit", "recompile",
               "cuda_graph", "side_effect")
@@ -41,7 +42,7 @@ def short_name(function: str) -> str:
 
 def is_outside(event: Event) -> bool:
     """A side effect outside any compiled region: eager JIT builds, imports, compile workers; not a break."""
-    return event.kind == "side_effect" and event.phase not in ("tracing", "compiled_runtime")
+    return event_is_outside(event)
 
 
 NARROW = 110  # below this a table would split names mid-word: one block per event instead

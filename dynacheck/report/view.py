@@ -16,13 +16,21 @@ from dynacheck.model import (
     Event,
     Finding,
     Fix,
-    Frame,
     Hop,
     Match,
     Review,
     Site,
     confidence_rank,
     severity_rank,
+)
+
+from dynacheck.report.events import (  # noqa: F401  (re-exported: renderers read events through view)
+    BREAK_EVENTS,
+    EVENT_WORDS,
+    event_chain,
+    event_is_outside,
+    event_severity,
+    event_text,
 )
 
 GB_URL = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{id}.html"
@@ -332,65 +340,13 @@ def fix_plan(findings: tuple[Finding, ...] | list[Finding]) -> list[PlanStep]:
     return steps
 
 
-# --- observed events (trace) ------------------------------------------------------------------------
-
-BREAK_EVENTS = ("graph_break", "frame_skip", "fullgraph_error", "compile_error")
-EVENT_WORDS = {"fullgraph_error": "fullgraph error", "compile_error": "compile error", "side_effect": "side effect",
-               "recompile_limit": "recompile limit", "cuda_graph": "CUDA graph"}
-
-
-def event_is_outside(event: Event) -> bool:
-    """A side effect that ran outside any compiled region (eager JIT builds, imports, compile workers)."""
-    return event.kind == "side_effect" and event.phase not in ("tracing", "compiled_runtime")
-
-
-def event_severity(event: Event) -> str:
-    """error: a break or a failed compile; warning: a recompile or a side effect in compiled code; info: outside."""
-    if event.kind in BREAK_EVENTS or event.kind == "recompile_limit":
-        return "error"
-    if event_is_outside(event):
-        return "info"
-    return "warning"
-
-
-def event_chain(event: Event) -> list[Frame]:
-    """The stack from the compiled frame to the site: library and torch frames cut, Dynamo's resume copies merged.
-
-    After a graph break Dynamo runs the rest of a function as a resume function, so the stack holds the
-    function twice in a row (the original frame, then the resume frame): only the innermost is kept.
-    User frames carry `module.qualname`; library, stdlib and torch frames keep a bare code name.
-    """
-    stack = list(event.user_stack)
-    if event.site is not None:
-        for i in range(len(stack) - 1, -1, -1):
-            if stack[i].file == event.site.file and stack[i].line == event.site.line:
-                stack = stack[:i + 1]
-                break
-    if event.compiled_frame:
-        starts = [i for i, f in enumerate(stack) if f.function == event.compiled_frame]
-        if starts:
-            stack = stack[starts[0]:]
-    chain: list[Frame] = []
-    for frame in stack:
-        if "." not in frame.function:
-            continue
-        if chain and chain[-1].function == frame.function and chain[-1].file == frame.file:
-            chain[-1] = frame
-            continue
-        chain.append(frame)
-    return chain or ([event.site] if event.site else [])
-
+# --- observed events (trace): the words; what an event is lives in report/events.py ---------------
 
 def event_words(event: Event) -> str:
     """'GB0007 graph break' / 'side effect' in the renderers' words, fatal noted for breaks."""
     if event.kind in OUTCOME_WORDS or event.gb_id:
         return outcome_label(event.kind, event.gb_id, event.fatal_under_fullgraph)
     return EVENT_WORDS.get(event.kind, event.kind.replace("_", " "))
-
-
-def event_text(event: Event) -> str:
-    """What happened, in Dynamo's words (gb_type, explanation), never its internal reprs (those are `detail`)."""
-    return event.gb_type or event.reason or event.explanation or event.kind.replace("_", " ")
 
 
 def trace_line(review: Review) -> str:
