@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from dynacheck.fixes.plan import fix_plan as plan_fixes
+from dynacheck.model import PlanEntry
 from dynacheck.model import (
     VIA_HIERARCHY,
     Event,
@@ -240,31 +242,9 @@ def summary_line(summary: Summary) -> str:
     return text
 
 
-@dataclass
-class PlanStep:
-    """One fix and how many hazard sites it covers (the first sound fix of each finding)."""
-
-    kind: str
-    at: str
-    sites: int
-    fatal_sites: int
+PlanStep = PlanEntry  # one fix and how many hazard sites it covers (dynacheck.fixes.plan)
 
 
-def fix_plan(findings: tuple[Finding, ...] | list[Finding]) -> list[PlanStep]:
+def fix_plan(findings: tuple[Finding, ...] | list[Finding], unconditional_only: bool = True) -> list[PlanEntry]:
     """Fixes ranked by how many fatal sites they clear: where to start."""
-    sites: dict[tuple[str, str], set] = {}
-    fatal: dict[tuple[str, str], set] = {}
-    for finding in findings:
-        if finding.status == "suppressed":
-            continue
-        fix = next((f for f in finding.fixes if f.sound), None)
-        if fix is None:
-            continue
-        key = (fix.kind, fix.at)
-        site = (finding.site.file, finding.site.line)
-        sites.setdefault(key, set()).add(site)
-        if finding.outcome.fatal_under_fullgraph:
-            fatal.setdefault(key, set()).add(site)
-    steps = [PlanStep(kind, at, len(s), len(fatal.get((kind, at), ()))) for (kind, at), s in sites.items()]
-    steps.sort(key=lambda p: (-p.fatal_sites, -p.sites, p.kind, p.at))
-    return steps
+    return list(plan_fixes(findings, unconditional_only))
