@@ -233,7 +233,7 @@ class Reacher:
     def _push(self, node: Node, call: CallSite, func: Value, confidence: str, result: Walk, queue: deque,
               bound: tuple = (), mode: str | None = None, note: str = "") -> None:
         mode = mode or node.key.mode
-        if not bound and func.kind == "func":
+        if not bound and func.kind == "func" and self.ev.partial.dep.given:
             bound = self._constant_arguments(func, call)
         key = self._key(func, bound, mode)
         conditions = self._call_conditions + tuple(c for c in func.cond if c not in self._call_conditions)
