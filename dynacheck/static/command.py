@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from dynacheck.deploy.build import DeploymentSpec, parse_env
 from dynacheck.model import Review, ScanResult, severity_rank
 from dynacheck.static.presets import DEFAULT_PRESET, DEFAULT_TARGETS, PRESETS
 
@@ -34,8 +35,18 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
               help="Wheels, unpacked trees and parse summaries (default ~/.cache/dynacheck).")
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every chain, not just the shortest per site.")
+@click.option("--server-args", default=None, metavar="ARGS",
+              help="SGLang's launch arguments, read against the scanned ServerArgs (e.g. '--tp-size 8 "
+                   "--quantization modelopt_fp4 --enable-piecewise-cuda-graph').")
+@click.option("--model-config", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The checkpoint's HF config.json (or its folder, with hf_quant_config.json).")
+@click.option("--gpu", default=None, metavar="SMxx", help="GPU architecture: sm90, sm100, sm120, ...")
+@click.option("--platform", default=None, metavar="NAME", help="cuda, rocm, npu, xpu, hpu, cpu, musa.")
+@click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
+              help="An environment variable of the deployment (others are unset when a deployment is given).")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
-         fail_on: str | None, cache_dir: Path | None, offline: bool, verbose: bool) -> int:
+         fail_on: str | None, cache_dir: Path | None, offline: bool, verbose: bool, server_args: str | None,
+         model_config: Path | None, gpu: str | None, platform: str | None, env_pairs: tuple[str, ...]) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
     Never imports or runs the scanned code.
@@ -50,8 +61,10 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
     fail_on = fail_on or "error"
     progress = _progress() if sys.stderr.isatty() and fmt == "terminal" else None
     try:
+        spec = DeploymentSpec(preset=preset, server_args=server_args, model_config=model_config, gpu=gpu,
+                              platform=platform, env=parse_env(env_pairs))
         result = run_scan(list(targets), list(entries), preset, cache_dir=cache_dir, offline=offline,
-                          progress=progress)
+                          progress=progress, deployment=spec)
     finally:
         if progress is not None:
             progress.close()
@@ -64,8 +77,9 @@ def exit_code(result: ScanResult, fail_on: str) -> int:
     if fail_on == "never":
         return 0
     threshold = severity_rank(fail_on)
+    decided = bool(result.deployment)  # with a deployment, findings that need an open fact do not count
     return 1 if any(severity_rank(f.severity) >= threshold and f.status != "suppressed"
-                    for f in result.findings) else 0
+                    and not (decided and f.conditions) for f in result.findings) else 0
 
 
 def _emit(result: ScanResult, fmt: str, out: Path | None, verbose: bool) -> None:
