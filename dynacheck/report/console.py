@@ -33,11 +33,20 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
         _plan(console, scan)
     matches = view.match_index(review)
     if scan is not None:
-        for group in view.group_by_site(scan.findings):
+        decided = bool(scan.deployment)
+        shown = [f for f in scan.findings if verbose or not (decided and f.conditions)]
+        for group in view.group_by_site(shown):
             if group.lead.status == "suppressed" and not verbose:
                 continue
             console.print()
             _site(console, group, matches, verbose)
+        conditional = {(f.site.file, f.site.line) for f in scan.findings if decided and f.conditions} - \
+            {(f.site.file, f.site.line) for f in scan.findings if not f.conditions}
+        if conditional and not verbose:
+            console.print()
+            console.print(Text(f"{len(conditional)} more site(s) only if a flag, env var or runtime value differs "
+                               "from this deployment (not counted in the exit code; -v or --format json lists "
+                               "them with their conditions)", style="dim"))
     _seen_only(console, review)
     if scan is not None:
         _problems_and_stats(console, scan, verbose)
@@ -45,10 +54,11 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
 
 def _plan(console: Console, scan: ScanResult, top: int = 5) -> None:
     """Where to start: the fixes that clear the most fatal sites."""
-    steps = view.fix_plan(scan.findings)
+    steps = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
     if not steps:
         return
-    console.print(Text("fix plan (first sound fix of each finding, most fatal sites first):", style="bold"))
+    console.print(Text("fix plan (the first sound fix of each site that holds on this deployment, most fatal "
+                       "sites first):", style="bold"))
     for step in steps[:top]:
         line = Text(f"  {step.kind} at ", style="")
         line.append(step.at, style="bold")
@@ -84,6 +94,12 @@ def _header(console: Console, scan: ScanResult) -> None:
     console.print(f"[bold]targets[/] {escape(targets)}")
     for entry in scan.entries:
         console.print(f"[bold]entry  [/] {escape(entry)}")
+    if scan.deployment:
+        d = scan.deployment
+        facts = ", ".join(f"{k} {d[k]}" for k in ("name", "gpu", "platform", "quantization") if d.get(k))
+        console.print(f"[bold]deploy [/] {escape(facts)}")
+        if d.get("server_args"):
+            console.print(f"[dim]         {escape(str(d['server_args']))}[/]")
     if scan.torch_version:
         console.print(f"[dim]GB ids from torch {escape(scan.torch_version)}[/]")
 
