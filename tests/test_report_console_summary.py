@@ -15,6 +15,7 @@ from dynacheck.gate.policy import counted, exit_verdict  # noqa: E402
 from dynacheck.model import Condition, PlanEntry, Site  # noqa: E402
 from dynacheck.report.console import SITES_SHOWN, render_console  # noqa: E402
 
+DEPLOYMENT = {"name": "glm5-nvfp4", "gpu": "sm120"}  # a deployment was given: open conditions are decided
 SYMM = Condition("get_global_server_args().enable_symm_mem", "sglang/srt/layers/linear.py", 40, "flag")
 
 
@@ -31,7 +32,7 @@ def many_sites(n: int = SITES_SHOWN + 4):
                 for i in range(n)]
     conditional = replace(base, site=Site("sglang/srt/layers/linear.py", 41, "sglang.srt.layers.linear.f",
                                           "torch.distributed.barrier"), fingerprint="cond", conditions=(SYMM,))
-    return replace(samples.flagship_scan(), findings=(*findings, conditional))
+    return replace(samples.flagship_scan(), findings=(*findings, conditional), deployment=DEPLOYMENT)
 
 
 def test_sites_beyond_the_first_screen_wait_for_verbose():
@@ -51,9 +52,9 @@ def test_fix_plan_comes_before_the_sites_and_counts_only_what_holds():
 
 def test_scan_fix_plan_and_deployment_are_used_when_present():
     scan = replace(many_sites(), fix_plan=(PlanEntry("custom_op", "flashinfer.x.y", 3, 2),),
-                   deployment={"gpu": "sm120", "server_args": {"enable_piecewise_cuda_graph": True}})
+                   deployment={"gpu": "sm120", "server_args": "--enable-piecewise-cuda-graph"})
     text = _text(scan)
-    assert "deploy gpu=sm120; server_args: {enable_piecewise_cuda_graph=True}" in text
+    assert "deploy gpu sm120" in text and "--enable-piecewise-cuda-graph" in text
     assert "custom_op at flashinfer.x.y  2 fatal of 3 site(s)" in text
 
 
@@ -71,6 +72,12 @@ def test_summary_counts_only_unconditional_findings():
     text = _text(many_sites())
     n = SITES_SHOWN + 4
     assert f"{n} findings at {n} sites" in text.splitlines()[-1] or f"{n} findings at {n} sites" in text
+
+
+def test_without_a_deployment_conditional_findings_hold():
+    scan = replace(many_sites(1), deployment={})
+    assert exit_verdict(replace(scan, findings=tuple(f for f in scan.findings if f.conditions)), "error")[0] == 1
+    assert "conditional finding(s)" not in _text(scan)
 
 
 def test_exit_code_counts_unconditional_unless_asked():

@@ -3,8 +3,9 @@
 `[tool.dynacheck]` (found by walking up from the working directory, or named with --config), inline
 `# dynacheck: ignore[DC001] reason` comments and configured `ignore` rules are read here and nowhere
 else, so a finding silenced for the gate is silenced in the scan and the review too. The exit code
-counts only findings that hold on the scanned deployment (unconditional) and are not suppressed;
-`include_conditional = true` counts the conditional ones too.
+counts only findings that hold on the scanned deployment and are not suppressed: with a deployment given
+(`scan.deployment`), a finding with open conditions does not count; `include_conditional = true` counts
+those too.
 """
 
 from __future__ import annotations
@@ -56,20 +57,23 @@ def apply_policy(result: ScanResult, config: GateConfig, *, fingerprint: bool = 
     return prepare(result, config.ignore)
 
 
-def counted(findings: Sequence[Finding], fail_on: str, include_conditional: bool = False) -> list[Finding]:
-    """The findings that decide the exit code: at or above `fail_on`, not suppressed, unconditional unless asked."""
+def counted(findings: Sequence[Finding], fail_on: str, include_conditional: bool = False,
+            decided: bool = True) -> list[Finding]:
+    """The findings that decide the exit code: at or above `fail_on`, not suppressed, and holding on the
+    deployment (no open conditions when one was given: `decided`) unless `include_conditional`."""
     if fail_on == "never":
         return []
     threshold = severity_rank(fail_on)
     return [f for f in findings
-            if f.status != "suppressed" and (include_conditional or f.unconditional)
+            if f.status != "suppressed" and (include_conditional or not decided or f.unconditional)
             and severity_rank(f.severity) >= threshold]
 
 
 def exit_verdict(result: ScanResult, fail_on: str, include_conditional: bool = False) -> tuple[int, str]:
     """The exit code and one sentence saying why it is what it is."""
-    failing = counted(result.findings, fail_on, include_conditional)
-    conditional = [f for f in result.findings if f.status != "suppressed" and not f.unconditional]
+    decided = bool(result.deployment)
+    failing = counted(result.findings, fail_on, include_conditional, decided)
+    conditional = [f for f in result.findings if f.status != "suppressed" and decided and not f.unconditional]
     suppressed = sum(f.status == "suppressed" for f in result.findings)
     left_out = []
     if conditional and not include_conditional:

@@ -65,8 +65,10 @@ def judge(comparison: Comparison, fail_on: str, result: ScanResult, include_cond
     threshold = severity_rank(fail_on)
     diff = comparison.diff
 
+    decided = bool(result.deployment)
+
     def counts(f: Finding) -> bool:
-        return severity_rank(f.severity) >= threshold and (include_conditional or f.unconditional)
+        return severity_rank(f.severity) >= threshold and (include_conditional or not decided or f.unconditional)
 
     failing = [f for f in diff.added if counts(f)]
     failing += [f for f in diff.changed if counts(f) and comparison.worsened(f)]

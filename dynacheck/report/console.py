@@ -52,14 +52,15 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
         console.print()
         console.print(Text(view.summary_line(summary), style="bold"))
     if exit_reason:
-        console.print(Text(exit_reason, style="bold red" if exit_reason.startswith("exit 1") else "bold green"))
+        console.print(Text(exit_reason, style="bold red" if exit_reason.startswith("exit 1") else "bold green"),
+                      soft_wrap=True)  # one line, however narrow: scripts and readers look for it last
 
 
 def _sites(console: Console, scan: ScanResult, matches: dict, verbose: bool) -> None:
-    """One block per unconditional site, worst first; suppressed ones only with -v."""
-    groups = [g for g in view.group_by_site([f for f in scan.findings if f.unconditional])
+    """One block per site that holds on the deployment, worst first; suppressed ones only with -v."""
+    groups = [g for g in view.group_by_site([f for f in scan.findings if view.holds(f, scan)])
               if verbose or g.lead.status != "suppressed"]
-    plan = list(scan.fix_plan) or view.fix_plan(scan.findings)
+    plan = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
     shown = groups if verbose else view.sites_for_plan(groups, plan, SITES_SHOWN)
     for group in shown:
         console.print()
@@ -78,7 +79,7 @@ def _sites(console: Console, scan: ScanResult, matches: dict, verbose: bool) -> 
 
 def _conditional(console: Console, scan: ScanResult, matches: dict, show: bool) -> None:
     """Findings that happen only if a flag, env var or runtime value differs: a count, or the list."""
-    findings = [f for f in scan.findings if not f.unconditional and f.status != "suppressed"]
+    findings = [f for f in scan.findings if not view.holds(f, scan) and f.status != "suppressed"]
     if not findings:
         return
     groups = view.group_by_site(findings)
@@ -97,11 +98,11 @@ def _conditional(console: Console, scan: ScanResult, matches: dict, show: bool) 
 
 def _plan(console: Console, scan: ScanResult, top: int = 5) -> None:
     """Where to start: the fixes that clear the most fatal sites."""
-    steps = list(scan.fix_plan) or view.fix_plan(scan.findings)
+    steps = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
     if not steps:
         return
-    console.print(Text("fix plan (first sound fix of each site that holds here, most fatal sites first):",
-                       style="bold"))
+    console.print(Text("fix plan (the first sound fix of each site that holds on this deployment, most fatal "
+                       "sites first):", style="bold"))
     for step in steps[:top]:
         line = Text(f"{step.kind} at ", style="")
         line.append(step.at, style="bold")
@@ -143,7 +144,11 @@ def _header(console: Console, scan: ScanResult) -> None:
     for entry in scan.entries:
         console.print(f"[bold]entry  [/] {escape(entry)}")
     if scan.deployment:
-        console.print(_indented(Text.assemble(("deploy ", "bold"), view.deployment_label(scan.deployment)), 0))
+        d = scan.deployment
+        facts = ", ".join(f"{k} {d[k]}" for k in ("name", "gpu", "platform", "quantization") if d.get(k))
+        console.print(_indented(Text.assemble(("deploy ", "bold"), facts), 0))
+        if d.get("server_args"):
+            console.print(_indented(Text(str(d["server_args"]), style="dim"), 7))
     if scan.torch_version:
         console.print(f"[dim]GB ids from torch {escape(scan.torch_version)}[/]")
 

@@ -23,11 +23,13 @@ def render_github(obj: Review | ScanResult | Diff) -> str:
     else:
         findings = view.sorted_findings(obj.scan.findings) if obj.scan else []
         prefix = {}
-    lines = [_command(f, prefix.get(f.fingerprint, "")) for f in findings if f.status != "suppressed"]
+    scan = obj.scan if isinstance(obj, Review) else None
+    lines = [_command(f, prefix.get(f.fingerprint, ""), view.holds(f, scan)) for f in findings
+             if f.status != "suppressed"]
     return "".join(line + "\n" for line in lines)
 
 
-def _command(finding: Finding, prefix: str) -> str:
+def _command(finding: Finding, prefix: str, holds: bool = True) -> str:
     site = finding.site
     title = f"{prefix}{finding.rule} {view.finding_outcome_label(finding)}"
     hops = " -> ".join(".".join(h.function.split(".")[-2:]) for h in finding.chain)
@@ -37,7 +39,7 @@ def _command(finding: Finding, prefix: str) -> str:
     fixes = [f for f in view.ordered_fixes(finding.fixes) if f.sound]
     if fixes:
         message += f"\nFix: {fixes[0].kind} at {fixes[0].at}: {fixes[0].summary}"
-    if finding.conditions:  # does not happen on the scanned deployment: a notice, saying when it would
+    if not holds:  # does not happen on the scanned deployment: a notice, saying when it would
         message += "\nOnly if: " + "; ".join(view.condition_label(c) for c in finding.conditions)
     props = [f"file={_prop(site.file)}"]
     if site.line > 0:
@@ -45,7 +47,7 @@ def _command(finding: Finding, prefix: str) -> str:
     if site.column > 0:
         props.append(f"col={site.column + 1}")
     props.append(f"title={_prop(title)}")
-    level = "notice" if finding.conditions else COMMANDS.get(finding.severity, "warning")
+    level = "notice" if not holds else COMMANDS.get(finding.severity, "warning")
     return f"::{level} {','.join(props)}::{_data(message)}"
 
 

@@ -96,7 +96,8 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
                in enumerate(view.seen_only(review, outside=True), 1) if events]
     active, idle = view.active_processes(review)
     scan = review.scan
-    plan = (list(scan.fix_plan) or view.fix_plan(scan.findings)) if scan is not None else []
+    plan = (list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
+            if scan is not None else [])
     context = {
         "title": title,
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -148,14 +149,15 @@ def _items(review: Review, reader: SourcePool) -> list[ItemView]:
     items: list[ItemView] = []
     findings = review.scan.findings if review.scan else ()
     # sites that hold on the scanned deployment first; conditional ones after, marked with their conditions
-    groups = view.group_by_site([f for f in findings if f.unconditional])
-    groups += view.group_by_site([f for f in findings if not f.unconditional])
+    groups = view.group_by_site([f for f in findings if view.holds(f, review.scan)])
+    groups += view.group_by_site([f for f in findings if not view.holds(f, review.scan)])
     for group in groups:
         lead = group.lead
         item = _finding_item(f"f{len(items) + 1}", lead, view.finding_status(lead, matches),
                              [e for f in group.findings for e in view.matched_events(review, f)], reader)
         item.others = [(f.entry, [_hop(h, reader) for h in f.chain]) for f in group.findings[1:]]
-        item.conditions = [view.condition_label(c) for c in lead.conditions]
+        if not view.holds(lead, review.scan):
+            item.conditions = [view.condition_label(c) for c in lead.conditions]
         if len(group.findings) > 1:
             item.chain_of = f"{len(group.findings)} chains to this site"
         items.append(item)

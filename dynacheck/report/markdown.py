@@ -34,8 +34,9 @@ def _review(review: Review) -> str:
     out.append(f"**{_text(view.summary_line(view.summarize(review)))}**")
     out.append("")
     findings = scan.findings if scan else ()
-    groups = [g for g in view.group_by_site([f for f in findings if f.unconditional]) if g.lead.status != "suppressed"]
-    conditional = view.group_by_site([f for f in findings if not f.unconditional and f.status != "suppressed"])
+    holding = [f for f in findings if view.holds(f, scan)]
+    groups = [g for g in view.group_by_site(holding) if g.lead.status != "suppressed"]
+    conditional = view.group_by_site([f for f in findings if not view.holds(f, scan) and f.status != "suppressed"])
     matches = view.match_index(review)
     if groups:
         out += ["| | Rule | Site | Calls | Dynamo | Status | Fix |", "|---|---|---|---|---|---|---|"]

@@ -51,7 +51,8 @@ def _review_run(review: Review) -> dict[str, Any]:
             texts.setdefault(_seen_rule_id(event), _seen_rule(event))
     rule_ids = list(texts)
     matches = view.match_index(review)
-    results = [_finding_result(f, rule_ids, bases, view.finding_status(f, matches)) for f in findings]
+    results = [_finding_result(f, rule_ids, bases, view.finding_status(f, matches), view.holds(f, review.scan))
+               for f in findings]
     for match, events in seen:
         if events:
             results.append(_seen_result(events[0], match.note, rule_ids, bases, len(events)))
@@ -127,7 +128,8 @@ def _rule(text: RuleText) -> dict[str, Any]:
     return rule
 
 
-def _finding_result(finding: Finding, rule_ids: list[str], bases: _BaseIds, status: str) -> dict[str, Any]:
+def _finding_result(finding: Finding, rule_ids: list[str], bases: _BaseIds, status: str,
+                    holds: bool = True) -> dict[str, Any]:
     o = finding.outcome
     fixes = view.ordered_fixes(finding.fixes)
     sound = [f for f in fixes if f.sound]
@@ -137,13 +139,13 @@ def _finding_result(finding: Finding, rule_ids: list[str], bases: _BaseIds, stat
         message += f" Reached from {finding.chain[0].function} in {len(finding.chain)} hops."
     if sound:
         message += f" Fix: {sound[0].kind} at {sound[0].at}."
-    if finding.conditions:
+    if not holds:
         message += " Only if: " + "; ".join(view.condition_label(c) for c in finding.conditions) + "."
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": rule_ids.index(finding.rule),
         # a finding that holds only under other flags/env is a note: it does not happen on this deployment
-        "level": "note" if finding.conditions else LEVELS.get(finding.severity, "warning"),
+        "level": "note" if not holds else LEVELS.get(finding.severity, "warning"),
         "kind": "fail",
         "message": {"text": message},
         "locations": [_site_location(finding.site, bases)],

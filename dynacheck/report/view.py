@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from dynacheck.fixes.plan import fix_plan as plan_fixes
 from dynacheck.model import (
     VIA_HIERARCHY,
+    ScanResult,
     Condition,
     Event,
     Finding,
     Fix,
     Hop,
     Match,
+    PlanEntry,
     Review,
     Site,
     confidence_rank,
@@ -47,6 +50,16 @@ OUTCOME_WORDS = {
 
 # Statuses a reader filters by; a Match's "predicted_only" is shown as "predicted".
 STATUSES = ("confirmed", "predicted", "seen_only", "suppressed")
+
+
+def holds(finding: Finding, scan: ScanResult | None) -> bool:
+    """Whether a finding happens on the scanned deployment.
+
+    With a deployment given (`scan.deployment` non-empty), a finding with open conditions happens only
+    if a flag, env var or runtime value differs from it; without one nothing was decided, so every
+    finding holds (the conditions still say what it depends on).
+    """
+    return not (finding.conditions and scan is not None and scan.deployment)
 
 
 def gb_link(gb_id: str) -> str:
@@ -199,7 +212,7 @@ def summarize(review: Review) -> Summary:
             summary.fatal += event.fatal_under_fullgraph
     findings = review.scan.findings if review.scan else ()
     matches = match_index(review)
-    active = [f for f in findings if f.status != "suppressed" and f.unconditional]
+    active = [f for f in findings if f.status != "suppressed" and holds(f, review.scan)]
     summary.suppressed = sum(f.status == "suppressed" for f in findings)
     summary.conditional = len(findings) - len(active) - summary.suppressed
     summary.findings = len(active)
@@ -310,34 +323,12 @@ def sites_for_plan(groups: list[SiteGroup], plan: list, n: int) -> list[SiteGrou
     return chosen
 
 
-@dataclass
-class PlanStep:
-    """One fix and how many hazard sites it covers (the first sound fix of each finding)."""
-
-    kind: str
-    at: str
-    sites: int
-    fatal_sites: int
+PlanStep = PlanEntry  # one fix and how many hazard sites it covers (dynacheck.fixes.plan)
 
 
-def fix_plan(findings: tuple[Finding, ...] | list[Finding]) -> list[PlanStep]:
-    """Fixes ranked by how many fatal sites they clear: where to start (unconditional, unsuppressed findings)."""
-    sites: dict[tuple[str, str], set] = {}
-    fatal: dict[tuple[str, str], set] = {}
-    for finding in findings:
-        if finding.status == "suppressed" or not finding.unconditional:
-            continue
-        fix = next((f for f in finding.fixes if f.sound), None)
-        if fix is None:
-            continue
-        key = (fix.kind, fix.at)
-        site = (finding.site.file, finding.site.line)
-        sites.setdefault(key, set()).add(site)
-        if finding.outcome.fatal_under_fullgraph:
-            fatal.setdefault(key, set()).add(site)
-    steps = [PlanStep(kind, at, len(s), len(fatal.get((kind, at), ()))) for (kind, at), s in sites.items()]
-    steps.sort(key=lambda p: (-p.fatal_sites, -p.sites, p.kind, p.at))
-    return steps
+def fix_plan(findings: tuple[Finding, ...] | list[Finding], unconditional_only: bool = True) -> list[PlanEntry]:
+    """Fixes ranked by how many fatal sites they clear: where to start."""
+    return list(plan_fixes(findings, unconditional_only))
 
 
 # --- observed events (trace): the words; what an event is lives in report/events.py ---------------

@@ -83,7 +83,8 @@ class ClassModel:
                     if f"self.{attr}" in fn.annotations:
                         annotations.append((fn.annotations[f"self.{attr}"], scope))
             known = [v for v in values if v.kind not in ("unknown", "const")]
-            if annotations and len(known) < len(values) or (annotations and not values):
+            decided = bool(known) and self.partial.dep.given  # the deployment resolved the assignments
+            if not decided and (annotations and len(known) < len(values) or (annotations and not values)):
                 for annotation, scope in annotations:
                     known.extend(self._annotated(annotation, scope, depth, hierarchy=True))
             result = tuple(dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL)
@@ -97,6 +98,9 @@ class ClassModel:
         parts = annotation[1] if annotation and annotation[0] == "q" else (annotation,)
         classes = [v for part in parts for v in self.eval(part, scope, depth + 1) if v.kind == "cls"]
         out: list[Value] = []
+        pinned = [p for c in classes for p in self.pinned(c)]
+        if pinned:  # the deployment decides the concrete class (the checkpoint's quantization config)
+            return pinned
         for cls in classes:
             out.append(replace(cls, kind="inst", via=m.VIA_ATTR_TYPE, confidence="medium"))
             if hierarchy:
@@ -104,6 +108,16 @@ class ClassModel:
                     out.append(replace(sub, kind="inst", via=m.VIA_HIERARCHY, confidence="low",
                                        note=f"subclass of {cls.name}; the attribute's class is not known statically"))
         return out
+
+    def pinned(self, cls: Value) -> list[Value]:
+        """The deployment's concrete class for an annotated base class, as an instance; [] if none."""
+        target = self.pins.get(f"{cls.module}:{cls.name}")
+        if not target:
+            return []
+        module, _, qualname = target.partition(":")
+        if self.index.klass(module, qualname) is None:
+            return []
+        return [Value("inst", module, qualname, m.VIA_ATTR_TYPE, "high", note="the deployment's class")]
 
     # ----- classes -----------------------------------------------------------------------------
 

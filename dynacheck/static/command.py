@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from dynacheck.deploy.build import DeploymentSpec, parse_env
 from dynacheck.model import Review, ScanResult
 from dynacheck.progress import StatusLine
 from dynacheck.static.presets import DEFAULT_PRESET, DEFAULT_TARGETS, PRESETS
@@ -29,7 +30,7 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report here instead of standard output.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default=None,
-              help="Exit 1 when an unconditional, unsuppressed finding at or above this severity is found "
+              help="Exit 1 when an unsuppressed finding that holds on the deployment, at or above this severity, is found "
                    "[default: fail_on in [tool.dynacheck], else error; the embedded default scan too].")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="pyproject.toml with [tool.dynacheck] (default: the nearest one above the working directory).")
@@ -37,19 +38,31 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
               help="Wheels, unpacked trees and parse summaries (default $DYNACHECK_CACHE or ~/.cache/dynacheck).")
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
 @click.option("--show-conditional", is_flag=True,
-              help="List findings that happen only if a flag, env var or runtime value differs, with their conditions.")
+              help="List findings that happen only if a flag, env var or runtime value differs from the given "
+                   "deployment, with their conditions.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every site and every chain, not just the lead chain of each.")
+@click.option("--server-args", default=None, metavar="ARGS",
+              help="SGLang's launch arguments, read against the scanned ServerArgs (e.g. '--tp-size 8 "
+                   "--quantization modelopt_fp4 --enable-piecewise-cuda-graph').")
+@click.option("--model-config", type=click.Path(exists=True, path_type=Path), default=None,
+              help="The checkpoint's HF config.json (or its folder, with hf_quant_config.json).")
+@click.option("--gpu", default=None, metavar="SMxx", help="GPU architecture: sm90, sm100, sm120, ...")
+@click.option("--platform", default=None, metavar="NAME", help="cuda, rocm, npu, xpu, hpu, cpu, musa.")
+@click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
+              help="An environment variable of the deployment (others are unset when a deployment is given).")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
          fail_on: str | None, config_file: Path | None, cache_dir: Path | None, offline: bool,
-         show_conditional: bool, verbose: bool) -> int:
+         show_conditional: bool, verbose: bool, server_args: str | None, model_config: Path | None,
+         gpu: str | None, platform: str | None, env_pairs: tuple[str, ...]) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
     Never imports or runs the scanned code. With no --target/--entry/--preset it scans the targets of
     [tool.dynacheck] in the nearest pyproject.toml, else the embedded default (SGLang 0.5.9 + FlashInfer 0.6.3,
     GLM-5 forward). Inline `# dynacheck: ignore[DC001] reason` comments and configured ignores are honoured.
 
-    Exit 0 when no unconditional, unsuppressed finding reaches --fail-on; 1 when one does (the embedded
-    default finds the GLM-5 crash, so it exits 1); 2 on bad input.
+    Exit 0 when no unsuppressed finding that holds on the deployment reaches --fail-on; 1 when one does (the
+    embedded default finds the GLM-5 crash, so it exits 1); 2 on bad input. With a deployment given
+    (--server-args, --gpu, ... or a preset's), findings that need another flag or env value do not count.
     """
     from dynacheck.gate.policy import apply_policy, exit_verdict, load_policy, scan_inputs
     from dynacheck.static.scan import scan as run_scan
@@ -64,8 +77,10 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
     fail_on = fail_on or (config.fail_on if config.source else "error")
     progress = StatusLine() if sys.stderr.isatty() else None
     try:
+        spec = DeploymentSpec(preset=inputs.preset, server_args=server_args, model_config=model_config, gpu=gpu,
+                              platform=platform, env=parse_env(env_pairs))
         result = run_scan(list(inputs.specs), list(inputs.entries), inputs.preset, cache_dir=cache_dir,
-                          offline=offline, progress=progress)
+                          offline=offline, progress=progress, deployment=spec)
     finally:
         if progress is not None:
             progress.close()
@@ -76,7 +91,7 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
 
 
 def exit_code(result: ScanResult, fail_on: str, include_conditional: bool = False) -> int:
-    """1 when an unconditional, unsuppressed finding is at or above the threshold, else 0."""
+    """1 when a finding that holds on the deployment, unsuppressed, is at or above the threshold, else 0."""
     from dynacheck.gate.policy import exit_verdict
 
     return exit_verdict(result, fail_on, include_conditional)[0]

@@ -56,6 +56,12 @@ def expr(node, depth: int = 0) -> Expr:
         kwargs = tuple((a.keyword.value, expr(a.value, depth + 1)) for a in node.args if a.keyword is not None)
         return ("c", expr(node.func, depth + 1), args, kwargs)
     if isinstance(node, cst.Subscript):
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return ("s", expr(node.value, depth + 1), expr(node.slice[0].slice.value, depth + 1))
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice) and node.slice[0].slice.step is None:
+            part = node.slice[0].slice
+            return ("sl", expr(node.value, depth + 1), expr(part.lower, depth + 1) if part.lower else ("k", None),
+                    expr(part.upper, depth + 1) if part.upper else ("k", None))
         return ("s", expr(node.value, depth + 1))
     if isinstance(node, cst.Lambda):
         params = tuple(p.name.value for p in all_params(node.params))
@@ -70,6 +76,11 @@ def expr(node, depth: int = 0) -> Expr:
         return ("if", expr(node.body, depth + 1), expr(node.orelse, depth + 1))
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
         return ("not", expr(node.expression, depth + 1))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = expr(node.expression, depth + 1)
+        if inner[0] == "k" and len(inner) > 1 and isinstance(inner[1], (int, float)):
+            return ("k", -inner[1])
+        return UNKNOWN
     if isinstance(node, cst.BooleanOperation):
         kind = "and" if isinstance(node.operator, cst.And) else "or"
         return (kind, (expr(node.left, depth + 1), expr(node.right, depth + 1)))
@@ -77,14 +88,47 @@ def expr(node, depth: int = 0) -> Expr:
         return expr(node.expression, depth + 1)
     if isinstance(node, cst.NamedExpr):
         return expr(node.value, depth + 1)
-    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString,
-                         cst.FormattedString, cst.Imaginary)):
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return literal(node)
+    if isinstance(node, (cst.FormattedString, cst.Imaginary)):
         return CONST
     if isinstance(node, cst.BinaryOperation):
-        return ("op", expr(node.left, depth + 1), expr(node.right, depth + 1))
+        return ("op", expr(node.left, depth + 1), expr(node.right, depth + 1), type(node.operator).__name__)
     if isinstance(node, cst.Comparison):
-        return ("cmp", expr(node.left, depth + 1))
+        return ("cmp", expr(node.left, depth + 1),
+                tuple((type(c.operator).__name__, expr(c.comparator, depth + 1)) for c in node.comparisons))
     return UNKNOWN
+
+
+def literal(node) -> Expr:
+    """A number or string literal with its value (what the partial evaluator compares); CONST if odd."""
+    try:
+        if isinstance(node, (cst.Integer, cst.Float)):
+            return ("k", node.evaluated_value)
+        value = node.evaluated_value
+        if isinstance(value, (str, bytes)) and len(value) <= 200:
+            return ("k", value)
+    except Exception:  # noqa: BLE001 - an odd literal (bad escape): its value is simply not known
+        pass
+    return CONST
+
+
+def arg_expr(node) -> Expr:
+    """A call argument kept only when cheap and useful to partial evaluation: a name, a dotted
+    attribute or a literal (constant arguments decide branches in the callee); else unknown."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.SimpleString)):
+        return expr(node)
+    if isinstance(node, cst.Attribute) and dotted_cst(node):
+        return expr(node)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return expr(node)
+    return UNKNOWN
+
+
+def exits(block) -> bool:
+    """Whether a block always leaves the enclosing flow: its last statement returns, raises or jumps."""
+    stmts = flatten(body(block))
+    return bool(stmts) and isinstance(stmts[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
 def collect_calls(root) -> list[cst.Call]:

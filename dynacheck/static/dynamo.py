@@ -271,7 +271,7 @@ class Boundaries:
 
     def pruned_under_compile(self, guards, scope: Scope) -> str:
         """The guard text when Dynamo never takes this branch, else ''."""
-        for test, taken in guards:
+        for test, taken, _line in guards:
             value = self.compile_time_value(test, scope)
             if value is not None and value != taken:
                 from dynacheck.static.ir import render

@@ -13,7 +13,7 @@ from typing import Callable
 from dynacheck.catalog import Catalog, Rule
 from dynacheck.fixes.place import HopFacts, boundary_index, place
 from dynacheck.gate.fingerprint import assign_fingerprints
-from dynacheck.model import Finding, Fix, Hop, Outcome, Site, confidence_rank, severity_rank
+from dynacheck.model import Condition, Finding, Fix, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
 from dynacheck.static.index import Index
 from dynacheck.static.reach import Hit, NodeKey, Walk
@@ -71,25 +71,21 @@ class FindingBuilder:
         self.lines = SourceLines()
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
-        best: dict[tuple, tuple[Finding, list[HopFacts]]] = {}
-        counts: dict[tuple, int] = {}
+        candidates: dict[tuple, list[tuple[Finding, list[HopFacts]]]] = {}
         for hit in walk.hits:
             rule = self._rule(hit)
             if rule is None:
                 continue
-            for rank, (chain, facts) in enumerate(self._chains(walk, hit)):
+            for chain, facts, conditions in self._chains(walk, hit):
                 site = self._site(hit, chain[-1])
-                key = (site.file, site.line, rule.id, rank)
-                counts[key] = counts.get(key, 0) + 1
-                if key in best:
-                    continue
                 finding = Finding(
                     rule=rule.id, title=rule.title, severity=self._severity(rule, hit), site=site,
                     chain=tuple(chain), outcome=self._outcome(rule, hit, walk), family=rule.family,
                     confidence=self._confidence(chain, hit), entry=entry_of(hit.at),
-                    note=self._note(hit),
+                    note=self._note(hit), conditions=conditions,
                 )
-                best[key] = (finding, facts)
+                candidates.setdefault((site.file, site.line, rule.id), []).append((finding, facts))
+        best, counts = self._rank(candidates)
         self._add_loop_findings(best, counts)
         findings = []
         below = self._hazards_below(best)
@@ -99,16 +95,39 @@ class FindingBuilder:
             fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0), volatile)
             findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
         findings = list(assign_fingerprints(findings))
-        findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
+        findings.sort(key=lambda f: (bool(f.conditions), -severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
                                      -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
+
+    @staticmethod
+    def _rank(candidates: dict) -> tuple[dict, dict]:
+        """Per site and rule, its chains best first: unconditional, surest, shortest; distinct only."""
+        best: dict[tuple, tuple[Finding, list[HopFacts]]] = {}
+        counts: dict[tuple, int] = {}
+        for (file, line, rule), found in candidates.items():
+            found.sort(key=lambda item: (bool(item[0].conditions), -confidence_rank(item[0].confidence),
+                                         len(item[0].chain)))
+            seen: set = set()
+            rank = 0
+            for finding, facts in found:
+                names = tuple(h.function for h in finding.chain)
+                if names in seen:
+                    continue
+                seen.add(names)
+                if rank <= MAX_ALTERNATIVES:
+                    best[(file, line, rule, rank)] = (finding, facts)
+                rank += 1
+            for r in range(min(rank, MAX_ALTERNATIVES + 1)):
+                counts[(file, line, rule, r)] = rank
+        return best, counts
 
     def _add_loop_findings(self, best: dict, counts: dict) -> None:
         """One DC096-style finding per loop call whose subtree holds a fatal graph break (GB7000)."""
         rule = self.catalog.boundary("break_in_layer_loop")
         if rule is None:
             return
-        surest_first = sorted(best.values(), key=lambda item: (-confidence_rank(item[0].confidence),
+        surest_first = sorted(best.values(), key=lambda item: (bool(item[0].conditions),
+                                                                  -confidence_rank(item[0].confidence),
                                                                   len(item[0].chain)))
         for finding, facts in surest_first:
             if finding.outcome.kind != "graph_break" or finding.rule == rule.id:
@@ -133,6 +152,7 @@ class FindingBuilder:
             loop = Finding(rule=rule.id, title=rule.title, severity=rule.severity, site=site,
                            chain=finding.chain[:index + 1], outcome=rule.outcome, family=rule.family,
                            confidence=finding.confidence, entry=finding.entry, fixes=fixes,
+                           conditions=finding.conditions,
                            note=f"first break below: {finding.site.callee} at {finding.site.file}:{finding.site.line}")
             best[key] = (loop, facts[:index + 1])
 
@@ -160,17 +180,26 @@ class FindingBuilder:
         primary = self._chain(walk, nodes, hit)
         if not primary[0]:
             return []
-        chains = [primary]
+        chains = [primary + (self._conditions(nodes, hit),)]
         seen = {tuple(h.function for h in primary[0])}
         for alternative in self._ways_in(walk, hit):
-            if len(chains) > MAX_ALTERNATIVES:
+            if len(chains) > 2 * MAX_ALTERNATIVES:
                 break
             built = self._chain(walk, alternative, hit)
             names = tuple(h.function for h in built[0])
             if built[0] and names not in seen:
                 seen.add(names)
-                chains.append(built)
-        return [chains[0], *sorted(chains[1:], key=lambda c: len(c[0]))]
+                chains.append(built + (self._conditions(alternative, hit),))
+        return chains
+
+    def _conditions(self, nodes: list, hit: Hit) -> tuple[Condition, ...]:
+        """What a chain depends on: the open facts of each call on it, then of the hazard call."""
+        out: list[Condition] = []
+        for condition in [c for n in nodes for c in n.conditions] + list(hit.conditions):
+            shown = replace(condition, file=self.display(condition.file)) if condition.file else condition
+            if shown not in out:
+                out.append(shown)
+        return tuple(out)
 
     def _ways_in(self, walk: Walk, hit: Hit) -> list[list]:
         """Node sequences entry → outside caller → package entry point → ... → the site's function."""

@@ -6,13 +6,18 @@ independent of libcst's classes. Shapes:
     ("n", name)                      a bare name
     ("a", base, attr)                attribute access
     ("c", func, args, kwargs)        call; args a tuple of exprs, kwargs a tuple of (name, expr)
-    ("s", base)                      subscript (index dropped)
+    ("s", base[, index])             subscript (the index when it is a single expression)
     ("l", params, body)              lambda
     ("d", values)                    dict literal (values only: dispatch tables)
     ("q", elems)                     list / tuple / set / comprehension element
     ("if", a, b)                     conditional expression: either value
     ("not", e) ("and", es) ("or", es) boolean tests (guards)
-    ("k",)                           a constant
+    ("cmp", left, ((op, right), ...)) comparison; op is libcst's operator class name (Equal, In, Is...)
+    ("op", left, right, op)          binary operation; op is libcst's operator class name (Add, ...)
+    ("sl", base, lower, upper)       a slice base[lower:upper] (bounds are exprs, ("k", None) when absent)
+    ("k", value)                     a number or string literal with its value
+    ("k",)                           a constant whose value is not kept
+    ("exc", line)                    guard only: the body of an `except` handler (an error path)
     ("?",)                           anything else
 """
 

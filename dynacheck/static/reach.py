@@ -46,6 +46,8 @@ class Node:
     note: str = ""
     loop: str = ""  # the parent's call is inside this loop
     others: list["Node"] = field(default_factory=list)  # other calls that reach the same node
+    conditions: tuple = ()  # model.Condition: what this edge (the call into the node) depends on
+    conditional: bool = False  # this edge or one above it depends on an open deployment fact
 
 
 @dataclass
@@ -60,6 +62,7 @@ class Hit:
     mode: str = TRACE
     confidence: str = "high"
     note: str = ""
+    conditions: tuple = ()  # what the hazard call itself depends on (its guards, its callee's binding)
 
 
 @dataclass
@@ -78,18 +81,26 @@ class Reacher:
         self.is_hazard = is_hazard  # (kind "call"|"method", name) -> a rule matches
 
     def walk(self, entries: list[Value]) -> Walk:
+        """Breadth-first, unconditional edges first: every node reachable on the deployment as given
+        is reached (with a shortest such chain) before any node that needs an open fact."""
         result = Walk()
         queue: deque[NodeKey] = deque()
+        self._deferred: deque[NodeKey] = deque()
+        done: set[NodeKey] = set()
         for entry in entries:
             key = self._key(entry, (), TRACE)
             if key not in result.nodes:
                 result.nodes[key] = Node(key, entry, (), None, 0, m.VIA_ENTRY, "high")
                 queue.append(key)
-        while queue:
+        while queue or self._deferred:
             if len(result.nodes) > MAX_NODES:
                 result.truncated = True
                 break
-            node = result.nodes[queue.popleft()]
+            key = queue.popleft() if queue else self._deferred.popleft()
+            if key in done:
+                continue
+            done.add(key)
+            node = result.nodes[key]
             scope = self.ev.function_scope(node.func, node.bound)
             if scope is None or scope.function is None:
                 continue
@@ -104,6 +115,13 @@ class Reacher:
 
     def _visit_call(self, node: Node, scope: Scope, call: CallSite, result: Walk, queue: deque) -> None:
         pruned = self.bd.pruned_under_compile(call.guards, scope) if call.guards else ""
+        conditions: tuple = ()
+        if call.guards and not pruned:
+            reachable, conditions = self.ev.partial.guards(call.guards, scope)
+            if not reachable:
+                return  # a branch this deployment never takes
+        self._call_conditions = conditions
+        self._scope = scope
         targets = self.ev.eval(call.func, scope)
         if call.kind == "with":
             targets = [self._enter(t) for t in targets]
@@ -113,7 +131,8 @@ class Reacher:
             if pruned:
                 name = self._hazard_name(target, call)
                 if name:
-                    result.hits.append(Hit(node.key, call, name, "pruned", pruned, mode, confidence))
+                    result.hits.append(Hit(node.key, call, name, "pruned", pruned, mode, confidence,
+                                           conditions=conditions + target.cond))
                 continue
             kind = target.kind
             if kind == "func" and target.confidence == "low" and not self._fits(target, call):
@@ -127,7 +146,7 @@ class Reacher:
                         self._push(node, call, replace(fn, via=m.VIA_CONSTRUCTOR), confidence, result, queue)
                     elif fn.kind == "ext" and self.is_hazard("call", target_name(target)):
                         result.hits.append(Hit(node.key, call, target_name(target), "call", mode=mode,
-                                               confidence=confidence))
+                                               confidence=confidence, conditions=conditions + target.cond))
             elif kind == "inst":
                 method = "forward" if self.ev.is_nn_module(target) else "__call__"
                 via = m.VIA_MODULE_CALL if method == "forward" else target.via
@@ -141,11 +160,12 @@ class Reacher:
                 if kind == "extinst":
                     name = f"{name}.__call__"
                 if self.is_hazard("call", name):
-                    result.hits.append(Hit(node.key, call, name, "call", mode=mode, confidence=confidence))
+                    result.hits.append(Hit(node.key, call, name, "call", mode=mode, confidence=confidence,
+                                           conditions=conditions + target.cond))
             elif kind == "unknown" and target.name and call.func and call.func[0] == "a":
                 if self.is_hazard("method", target.name):
                     result.hits.append(Hit(node.key, call, target.name, "method", mode=mode,
-                                           confidence=weaker(confidence, "medium")))
+                                           confidence=weaker(confidence, "medium"), conditions=conditions))
                 else:
                     result.unresolved += 1
             elif kind == "unknown":
@@ -191,17 +211,17 @@ class Reacher:
         note = "; ".join(n for n in effect.notes if n)
         if kind == dynamo.DISABLE:
             result.hits.append(Hit(node.key, call, qualified(func), "boundary", "disable", node.key.mode,
-                                   confidence, note))
+                                   confidence, note, self._call_conditions + func.cond))
             return
         if kind == dynamo.OPAQUE:
             return
         if kind == dynamo.OPAQUE_NO_FAKE:
             result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
-                                   confidence, note))
+                                   confidence, note, self._call_conditions + func.cond))
             return
         if kind in (dynamo.ALLOW_IN_GRAPH, dynamo.NONSTRICT, dynamo.CONSTANT):
             result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
-                                   confidence, note))
+                                   confidence, note, self._call_conditions + func.cond))
             inner_mode = CONSTANT if kind == dynamo.CONSTANT else TRACE_TIME
             self._push(node, call, func, confidence, result, queue, mode=inner_mode, note=note)
             return
@@ -213,17 +233,85 @@ class Reacher:
     def _push(self, node: Node, call: CallSite, func: Value, confidence: str, result: Walk, queue: deque,
               bound: tuple = (), mode: str | None = None, note: str = "") -> None:
         mode = mode or node.key.mode
+        if not bound and func.kind == "func" and self.ev.partial.dep.given:
+            bound = self._constant_arguments(func, call)
         key = self._key(func, bound, mode)
+        conditions = self._call_conditions + tuple(c for c in func.cond if c not in self._call_conditions)
         edge = Node(key, func, bound, node.key, call.line, func.via, weaker(confidence, func.confidence),
-                    func.note or note, call.loop)
+                    func.note or note, call.loop, conditions=conditions,
+                    conditional=node.conditional or bool(conditions))
         existing = result.nodes.get(key)
         if existing is not None:
+            if existing.conditional and not edge.conditional:
+                # a way in that holds on this deployment: it becomes the node's chain
+                edge.others = [existing, *existing.others][:MAX_OTHER_CALLERS]
+                existing.others = []
+                result.nodes[key] = edge
+                queue.append(key)
+                return
             if existing.parent != node.key and len(existing.others) < MAX_OTHER_CALLERS:
                 if all(o.parent != node.key for o in existing.others):
                     existing.others.append(edge)
             return
         result.nodes[key] = edge
-        queue.append(key)
+        (self._deferred if edge.conditional else queue).append(key)
+
+    def _constant_arguments(self, func: Value, call: CallSite) -> tuple:
+        """Parameters the callee branches on, bound to the constants this call passes (or their
+        defaults): `build(need_lock=False)` never takes the lock; () when nothing is decided."""
+        fn = self.ev.index.function(func.module, func.name)
+        if fn is None:
+            return ()
+        wanted = _guard_names(fn)
+        if not wanted:
+            return ()
+        params = list(fn.params)
+        if params[:1] in (["self"], ["cls"]) and (func.self_cls is not None or call.func[:1] == ("a",)):
+            params = params[1:]
+        given: dict[str, tuple] = {}
+        for name, arg in zip(params, call.args):
+            given[name] = arg
+        for name, arg in call.kwargs:
+            given[name] = arg
+        if call.positional > len(call.args) or call.positional > len(params):
+            return ()  # *args: positions are not known
+        bound = []
+        callee_scope = None
+        for name in sorted(wanted):
+            if name in given:
+                result = self.ev.partial.const(given[name], self._scope, 0)
+            elif name in fn.defaults:
+                callee_scope = callee_scope or self.ev.function_scope(func)
+                if callee_scope is None:
+                    continue
+                result = self.ev.partial.const(fn.defaults[name], callee_scope, 0)
+            else:
+                continue
+            if result.values is not None and len(result.values) == 1:
+                only = next(iter(result.values))
+                if isinstance(only, (bool, int, float, str, type(None))):
+                    bound.append((name, (Value("known", name=repr(only)[:40], items=(only,)),)))
+        return tuple(bound)
+
+
+_GUARD_NAMES: dict[int, frozenset] = {}
+
+
+def _guard_names(fn) -> frozenset:
+    """Parameters that a function's branch tests read (memoized per summary object)."""
+    key = id(fn)
+    if key not in _GUARD_NAMES:
+        names: set = set()
+        stack = [t for call in fn.calls for t, _, _ in call.guards]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, tuple):
+                if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
+                    names.add(node[1])
+                else:
+                    stack.extend(x for x in node if isinstance(x, tuple))
+        _GUARD_NAMES[key] = frozenset(names & set(fn.params) - {"self", "cls"})
+    return _GUARD_NAMES[key]
 
 
 def qualified(func: Value) -> str:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import difflib
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 from dynacheck import __version__
 from dynacheck.catalog import load_catalog
 from dynacheck.errors import UserError
+from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
+from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
 from dynacheck.sources.locate import ModuleLocator
 from dynacheck.sources.resolve import default_cache_dir, resolve_target
@@ -29,7 +32,8 @@ Progress = Callable[[str], None]
 
 
 def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str | None = None, *,
-         cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None) -> ScanResult:
+         cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None,
+         deployment: DeploymentSpec | None = None) -> ScanResult:
     """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it."""
     if not target_specs:
         raise UserError("No target to scan.", "Pass --target SPEC (e.g. sglang==0.5.9) or a folder.")
@@ -40,20 +44,24 @@ def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str |
             progress(f"resolving {spec}")
         counts = getattr(progress, "counts", None)  # downloads and unpacking report files done of total
         targets.append(resolve_target(spec, cache_dir=cache, offline=offline, progress=counts))
-    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress)
+    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress, deployment=deployment)
 
 
 def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir: Path | None = None,
-               preset: str | None = None) -> ScanResult:
+               preset: str | None = None, deployment: DeploymentSpec | None = None) -> ScanResult:
     """Scan folders that hold packages (fixtures, a checkout's src/), without any download."""
     targets = [resolve_target(str(root), cache_dir=cache_dir or default_cache_dir()) for root in roots]
-    return scan_targets(targets, entries, preset, cache_dir=cache_dir)
+    return scan_targets(targets, entries, preset, cache_dir=cache_dir, deployment=deployment)
 
 
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
                  cache_dir: Path | None = None, progress: Progress | None = None,
-                 observer: dict | None = None) -> ScanResult:
-    """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files)."""
+                 observer: dict | None = None, deployment: DeploymentSpec | None = None) -> ScanResult:
+    """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files).
+
+    The deployment (a preset's, overridden by `deployment`'s fields) is evaluated during the walk:
+    branches it never takes are pruned, and what stays open becomes each chain's conditions.
+    """
     started = time.perf_counter()
     all_entries = list(entries)
     if preset:
@@ -67,7 +75,10 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     if progress:
         cache.progress = progress
     index = Index(locator, cache, problems)
-    evaluator = Evaluator(index)
+    spec = _merged_spec(preset, deployment)
+    facts = build_deployment(spec, locator)
+    evaluator = Evaluator(index, facts)
+    pin_quantization(facts, evaluator, locator)
     boundaries = Boundaries(evaluator)
     entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
     if progress:
@@ -101,8 +112,17 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     return ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
         problems=tuple(_display_problems(problems, locator)), stats=stats, tool_version=__version__,
-        torch_version=catalog.torch_version,
+        torch_version=catalog.torch_version, deployment=facts.to_dict(),
+        fix_plan=fix_plan(findings, unconditional_only=facts.given),
     )
+
+
+def _merged_spec(preset: str | None, given: DeploymentSpec | None) -> DeploymentSpec:
+    """The user's deployment flags on top of the preset's deployment."""
+    spec = given or DeploymentSpec()
+    if preset and not spec.preset:
+        spec = replace(spec, preset=preset)
+    return spec
 
 
 def resolve_entry(entry: str, evaluator: Evaluator, locator: ModuleLocator) -> Value:

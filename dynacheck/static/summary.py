@@ -15,7 +15,7 @@ import libcst as cst
 from dynacheck.static import cst_nodes as cn
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 8  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 10  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -24,9 +24,11 @@ class CallSite:
     func: Expr
     positional: int = 0  # how many positional arguments (only the count matters: arity checks)
     keywords: tuple[str, ...] = ()  # keyword argument names
-    guards: tuple[tuple[Expr, bool], ...] = ()  # enclosing if-tests and the branch taken
+    guards: tuple[tuple[Expr, bool, int], ...] = ()  # enclosing if-tests, the branch taken, the test's line
     loop: str = ""  # the iterable of the innermost enclosing `for` ("" outside loops)
     kind: str = "call"  # call | with (an object used as a context manager)
+    args: tuple[Expr, ...] = ()  # positional arguments that are names, attributes or literals (else "?")
+    kwargs: tuple[tuple[str, Expr], ...] = ()  # keyword arguments, same rule
 
 
 @dataclass
@@ -44,10 +46,13 @@ class FunctionSummary:
     annotations: dict[str, Expr] = field(default_factory=dict)  # self.x: T / local: T
     local_imports: dict[str, str] = field(default_factory=dict)  # name -> dotted target
     returns: list[Expr] = field(default_factory=list)
+    return_guards: list[tuple] = field(default_factory=list)  # the guards of each return, in step with returns
     nested: list[str] = field(default_factory=list)
     globals_declared: set[str] = field(default_factory=set)  # `global x`: assignments rebind the module
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
     arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
+    defaults: dict[str, Expr] = field(default_factory=dict)  # parameter -> its default (names and literals only)
+    param_types: dict[str, Expr] = field(default_factory=dict)  # parameter -> its annotation (partial evaluation)
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Binding:
     value: object  # dotted target (import), qualname (def/class), Expr (assign)
     line: int = 0
     conditional: bool = False  # under if/try at module level
+    guards: tuple = ()  # the module-level if-tests (and except handlers) the binding sits under
 
 
 @dataclass
@@ -116,6 +122,7 @@ class _Scope:
 class _ModuleWalker:
     def __init__(self, summary: ModuleSummary) -> None:
         self.s = summary
+        self._guards: tuple = ()
         self.package = summary.module if summary.is_package else summary.module.rpartition(".")[0]
 
     # ----- statements -------------------------------------------------------------------------
@@ -130,9 +137,13 @@ class _ModuleWalker:
             node = nodes[index] if lines else None
             line = node.lineno if node is not None else (nodes[0].lineno if nodes else 0)
             self.walk_stmt(stmt, node, line, scope, guards, loop, conditional, prefix)
+            if isinstance(stmt, cst.If) and stmt.orelse is None and cn.exits(stmt.body):
+                # `if test: return ...` — what follows runs only when the test was false
+                guards = guards + ((self.expr(stmt.test), False, line),)
 
     def walk_stmt(self, stmt, node, line, scope, guards, loop, conditional, prefix) -> None:
         walk = self.walk_block
+        self._guards = guards  # module-level bindings remember the tests they sit under
         if isinstance(stmt, cst.FunctionDef):
             self.define_function(stmt, node, line, scope, conditional, prefix)
         elif isinstance(stmt, cst.ClassDef):
@@ -140,10 +151,11 @@ class _ModuleWalker:
         elif isinstance(stmt, cst.If):
             test = self.expr(stmt.test)
             self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
-            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True),), loop, True, prefix)
+            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True, line),), loop, True,
+                 prefix)
             if stmt.orelse is not None:
                 orelse = stmt.orelse
-                other_guards = guards + ((test, False),)
+                other_guards = guards + ((test, False, line),)
                 if isinstance(orelse, cst.If):
                     sub = cn.ast_list(node, "orelse")
                     self.walk_stmt(orelse, sub[0] if sub else None, sub[0].lineno if sub else line,
@@ -167,7 +179,9 @@ class _ModuleWalker:
             handlers = cn.ast_list(node, "handlers")
             for i, handler in enumerate(stmt.handlers):
                 hnode = handlers[i] if i < len(handlers) else None
-                walk(cn.body(handler.body), cn.ast_list(hnode, "body"), scope, guards, loop, True, prefix)
+                hline = hnode.lineno if hnode is not None else line
+                walk(cn.body(handler.body), cn.ast_list(hnode, "body"), scope, guards + ((("exc", hline), True, hline),),
+                     loop, True, prefix)
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
             if stmt.finalbody is not None:
@@ -231,6 +245,7 @@ class _ModuleWalker:
                 self.bind_target(stmt.target, value, scope, line, conditional)
         elif isinstance(stmt, cst.Return) and scope.function is not None and stmt.value is not None:
             scope.function.returns.append(self.expr(stmt.value))
+            scope.function.return_guards.append(guards)
 
     # ----- definitions ------------------------------------------------------------------------
 
@@ -246,6 +261,10 @@ class _ModuleWalker:
         def_line = node.lineno if node is not None else line
         summary = FunctionSummary(qualname, name, def_line, cls, parent, params, decorators)
         positional = [*stmt.params.posonly_params, *stmt.params.params]
+        summary.defaults = {p.name.value: cn.arg_expr(p.default) for p in cn.all_params(stmt.params)
+                            if p.default is not None}
+        summary.param_types = {p.name.value: cn.annotation(p.annotation.annotation) for p in cn.all_params(stmt.params)
+                               if p.annotation is not None and p.name.value not in ("self", "cls")}
         summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
                          isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
         if stmt.returns is not None:
@@ -264,7 +283,7 @@ class _ModuleWalker:
         elif scope.cls is not None:
             scope.cls.methods.setdefault(name, qualname)
         else:
-            self.s.bindings.setdefault(name, []).append(Binding("def", qualname, def_line, conditional))
+            self.s.bindings.setdefault(name, []).append(Binding("def", qualname, def_line, conditional, self._guards))
         self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(function=summary),
                         (), "", False, f"{qualname}.<locals>.")
 
@@ -279,7 +298,8 @@ class _ModuleWalker:
         if scope.function is not None:
             scope.function.assigns.setdefault(name, []).append(("cls", qualname))
         elif scope.cls is None:
-            self.s.bindings.setdefault(name, []).append(Binding("class", qualname, def_line, conditional))
+            self.s.bindings.setdefault(name, []).append(
+                Binding("class", qualname, def_line, conditional, self._guards))
         self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(cls=summary), (), "", False, f"{qualname}.")
 
     # ----- bindings ---------------------------------------------------------------------------
@@ -288,7 +308,7 @@ class _ModuleWalker:
         if scope.function is not None:
             scope.function.local_imports[local] = target
         elif scope.cls is None:
-            self.s.bindings.setdefault(local, []).append(Binding("import", target, line, conditional))
+            self.s.bindings.setdefault(local, []).append(Binding("import", target, line, conditional, self._guards))
 
     def bind_target(self, target, value: Expr, scope: _Scope, line: int = 0, conditional: bool = False) -> None:
         if isinstance(target, cst.Name):
@@ -302,7 +322,7 @@ class _ModuleWalker:
             elif scope.cls is not None:
                 scope.cls.attrs.setdefault(name, []).append(value)
             else:
-                self.s.bindings.setdefault(name, []).append(Binding("assign", value, line, conditional))
+                self.s.bindings.setdefault(name, []).append(Binding("assign", value, line, conditional, self._guards))
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             if target.value.value == "self" and scope.function is not None:
                 scope.function.self_assigns.setdefault(target.attr.value, []).append(value)
@@ -366,7 +386,10 @@ class _ModuleWalker:
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
-            scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop))
+            args = tuple(cn.arg_expr(a.value) for a in call.args if a.keyword is None and not a.star)
+            kwargs = tuple((a.keyword.value, cn.arg_expr(a.value)) for a in call.args if a.keyword is not None)
+            scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop,
+                                                 args=args, kwargs=kwargs))
 
     def expr(self, node) -> Expr:
         return cn.expr(node)

@@ -58,6 +58,7 @@ class Value:
     scope: "Scope | None" = None  # lam: where its body is evaluated
     expr: Expr | None = None  # lam body
     note: str = ""
+    cond: tuple = ()  # model.Condition: what this value depends on that the deployment left open
 
     def key(self) -> tuple:
         return (self.kind, self.module, self.name, self.self_cls.name if self.self_cls else "")

@@ -31,8 +31,12 @@ from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest
 
 
 class Evaluator(ClassModel):
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: Index, deployment=None) -> None:
+        from dynacheck.static.partial import PartialEvaluator
+
         self.index = index
+        self.partial = PartialEvaluator(self, deployment)
+        self.pins = dict(self.partial.dep.type_pins)  # "module:Base" -> "module:Concrete"
         self._returns: dict[tuple, tuple[Value, ...]] = {}
         self._attrs: dict[tuple, tuple[Value, ...]] = {}
         self._mro: dict[tuple[str, str], tuple[Value, ...]] = {}
@@ -109,9 +113,18 @@ class Evaluator(ClassModel):
             if name in fn.params:
                 if name in fn.annotations:
                     return self._annotated(fn.annotations[name], current, depth)
+                if self.pins and name in fn.param_types:
+                    return self._pinned_param(fn.param_types[name], current, depth)
                 return [UNKNOWN]
             current = current.parent
         return self.global_value(scope.module.module, name, depth)
+
+    def _pinned_param(self, annotation: Expr, scope: Scope, depth: int) -> list[Value]:
+        """A parameter annotated with a class the deployment pins (`quant_config: QuantizationConfig`)."""
+        parts = annotation[1] if annotation and annotation[0] == "q" else (annotation,)
+        found = [p for part in parts for v in self.eval(part, scope, depth + 1) if v.kind == "cls"
+                 for p in self.pinned(v)]
+        return found or [UNKNOWN]
 
     def _local_value(self, value_expr: Expr, scope: Scope, depth: int) -> list[Value]:
         if value_expr[0] == "fn":
@@ -145,7 +158,14 @@ class Evaluator(ClassModel):
                 return [Value("ext", name=f"builtins.{name}")]
             return [UNKNOWN]
         out: list[Value] = []
+        summary = self.index.module(module)
         for binding in bindings:
+            conditions: tuple = ()
+            if binding.guards and summary is not None:
+                reachable, conditions = self.partial.guards(binding.guards, Scope(summary))
+                if not reachable:
+                    continue  # a branch the deployment never takes (`if is_sm120_supported():` on sm100)
+            start = len(out)
             if binding.kind == "import":
                 out.extend(self.resolve_dotted(binding.value))
             elif binding.kind == "def":
@@ -173,6 +193,8 @@ class Evaluator(ClassModel):
                         out.extend(self.eval(binding.value, scope, depth + 1))
                 finally:
                     self._active.discard(key)
+            if conditions:
+                out[start:] = [with_conditions(v, conditions) for v in out[start:]]
         return out
 
     def resolve_dotted(self, target: str, depth: int = 0) -> list[Value]:
@@ -229,7 +251,8 @@ class Evaluator(ClassModel):
         if kind == "cls":
             return [replace(func, kind="inst")]
         if kind == "func":
-            return self.returns(func, depth)
+            bound = self._bind_for_returns(func, call_expr, scope, depth)
+            return self.returns(func, depth, bound) if bound else self.returns(func, depth)
         if kind == "ext":
             name = func.name
             if name in EXTERNAL_FACTORIES:
@@ -245,24 +268,61 @@ class Evaluator(ClassModel):
             return [Value("extinst", name=f"{func.name}()")]
         return [UNKNOWN]
 
-    def returns(self, func: Value, depth: int) -> list[Value]:
-        key = func.key()
+    def returns(self, func: Value, depth: int, bound: tuple = ()) -> list[Value]:
+        key = func.key() + (bound_key(bound),)
         if key in self._returns:
             return list(self._returns[key])
         if key in self._active or depth > MAX_DEPTH:
             return [UNKNOWN]
         self._active.add(key)
         try:
-            scope = self.function_scope(func)
+            scope = self.function_scope(func, bound)
             values: list[Value] = []
             if scope is not None and scope.function is not None:
-                for expr in scope.function.returns:
-                    values.extend(self.eval(expr, scope, depth + 1))
+                values = self._guarded_returns(scope, depth)
             result = tuple(replace(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
         finally:
             self._active.discard(key)
         self._returns[key] = result[:MAX_VALUES]
         return list(result)
+
+    def _guarded_returns(self, scope: Scope, depth: int) -> list[Value]:
+        """Return values in source order, without those under branches the deployment never takes.
+
+        A return whose every guard is decided true ends the list: the returns after it never run.
+        The values of a return under an open deployment fact carry that fact as a condition.
+        """
+        fn = scope.function
+        values: list[Value] = []
+        guards_list = fn.return_guards if len(fn.return_guards) == len(fn.returns) else [()] * len(fn.returns)
+        for expr, guards in zip(fn.returns, guards_list):
+            reachable, conditions = self.partial.guards(guards, scope) if guards else (True, ())
+            if not reachable:
+                continue
+            found = self.eval(expr, scope, depth + 1)
+            values.extend(with_conditions(v, conditions) for v in found) if conditions else values.extend(found)
+            if not conditions and all(self.partial.truth(t, scope)[0] is taken for t, taken, _ in guards):
+                break
+        return values
+
+    def _bind_for_returns(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> tuple:
+        """Bind the callee's parameters that its returns read (factories: `return Linear(self)`,
+        `if isinstance(layer, LinearBase)`) to what this call passes; () when none matter."""
+        fn = self.index.function(func.module, func.name)
+        if fn is None or not fn.returns or len(call_expr) < 4:
+            return ()
+        wanted = _names_in_returns(fn)
+        params = list(fn.params)
+        if func.self_cls is not None and params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        bound = []
+        for name, arg in zip(params, call_expr[2]):
+            if name in wanted:
+                bound.append((name, tuple(self.eval(arg, scope, depth + 1)[:8])))
+        for name, arg in call_expr[3]:
+            if name in wanted and name in fn.params:
+                bound.append((name, tuple(self.eval(arg, scope, depth + 1)[:8])))
+        return tuple(b for b in bound if b[1] and not all(v.kind == "unknown" for v in b[1]))
 
     def _container(self, elements, scope: Scope, depth: int) -> Value:
         items: list[Value] = []
@@ -333,6 +393,32 @@ class Evaluator(ClassModel):
         return self._subscript(("s", expr[1]), scope, depth)
 
 
+def with_conditions(value: Value, conditions: tuple) -> Value:
+    """The value, believed only when the conditions hold (medium confidence at best)."""
+    merged = value.cond + tuple(c for c in conditions if c not in value.cond)
+    return replace(value, cond=merged, confidence=weaker(value.confidence, "medium"))
+
+
+_RETURN_NAMES: dict[int, frozenset] = {}
+
+
+def _names_in_returns(fn) -> frozenset:
+    """Bare names read by a function's returns and their guards (memoized per summary object)."""
+    key = id(fn)
+    if key not in _RETURN_NAMES:
+        names: set = set()
+        stack = list(fn.returns) + [t for guards in fn.return_guards for t, _, _ in guards]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, tuple):
+                if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
+                    names.add(node[1])
+                else:
+                    stack.extend(x for x in node if isinstance(x, tuple))
+        _RETURN_NAMES[key] = frozenset(names & set(fn.params))
+    return _RETURN_NAMES[key]
+
+
 _HANDLERS = {
     "n": Evaluator._name,
     "a": Evaluator._attr,
@@ -340,6 +426,7 @@ _HANDLERS = {
     "s": Evaluator._subscript,
     "idx": Evaluator._index,
     "it": Evaluator._iterated,
+    "sl": lambda self, expr, scope, depth: [UNKNOWN],
     "l": Evaluator._lambda,
     "q": Evaluator._seq,
     "d": Evaluator._dict,

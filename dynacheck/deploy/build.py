@@ -1,0 +1,197 @@
+"""Compose a Deployment from what the user gave (preset, launch arguments, model config, GPU,
+platform, env) and what the scanned framework's sources say (ServerArgs, the quantization registry).
+
+Presets are data files under `dynacheck/deploy/presets/`; a framework file (`sglang.toml`) says
+where that framework keeps deployment facts. Nothing here imports scanned code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, Deployment
+from dynacheck.deploy.server_args import apply_arguments, read_schema
+from dynacheck.errors import UserError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+FRAMEWORK_FILES = ("sglang",)
+
+
+@dataclass
+class DeploymentSpec:
+    """What the user said about the deployment (CLI flags or `[tool.dynacheck]`)."""
+
+    preset: str | None = None
+    server_args: str | None = None
+    model_config: Path | None = None
+    gpu: str | None = None
+    platform: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.preset or self.server_args or self.model_config or self.gpu or self.platform or self.env)
+
+
+def _presets_dir():
+    return resources.files("dynacheck.deploy").joinpath("presets")
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in _presets_dir().iterdir()
+                  if p.name.endswith(".toml") and p.name[:-5] not in FRAMEWORK_FILES)
+
+
+def load_preset(name: str) -> dict[str, Any]:
+    if name not in preset_names():
+        raise UserError(f"Unknown preset {name!r}.", f"Known presets: {', '.join(preset_names())}.")
+    return tomllib.loads(_presets_dir().joinpath(f"{name}.toml").read_text("utf-8"))
+
+
+def load_framework(name: str) -> dict[str, Any]:
+    return tomllib.loads(_presets_dir().joinpath(f"{name}.toml").read_text("utf-8"))
+
+
+def parse_env(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name:
+            raise UserError(f"--env {pair!r} is not NAME=VALUE.", "Example: --env FLASHINFER_LOGLEVEL=1")
+        env[name] = value
+    return env
+
+
+def build_deployment(spec: DeploymentSpec, locator) -> Deployment:
+    """The deployment's facts; an empty spec gives an empty Deployment (nothing decided)."""
+    if spec.empty:
+        return Deployment()
+    preset = load_preset(spec.preset) if spec.preset else {}
+    given = preset.get("deployment", {})
+    gpu = spec.gpu or given.get("gpu", "")
+    platform = spec.platform or given.get("platform", "") or ("cuda" if gpu else "")
+    if gpu and gpu not in GPU_CAPABILITY:
+        raise UserError(f"Unknown --gpu {gpu!r}.", f"Known: {', '.join(GPU_CAPABILITY)}.")
+    if platform and platform not in PLATFORMS:
+        raise UserError(f"Unknown --platform {platform!r}.", f"Known: {', '.join(PLATFORMS)}.")
+    deployment = Deployment(name=spec.preset or "custom", gpu=gpu, platform=platform, env=dict(spec.env),
+                            env_complete=True)
+    config_path = spec.model_config
+    if config_path is None and given.get("model_config"):
+        deployment.model_config = _read_config_text(
+            _presets_dir().joinpath(given["model_config"]).read_text("utf-8"), given["model_config"])
+    elif config_path is not None:
+        deployment.model_config = read_model_config(config_path)
+    framework = preset.get("framework", "sglang")
+    facts = load_framework(framework) if framework in FRAMEWORK_FILES else {}
+    deployment.accessors = dict(facts.get("accessors", {}))
+    deployment.object_types = dict(facts.get("object_types", {}))
+    deployment.runtime = dict(facts.get("runtime", {}))
+    arguments = " ".join(a for a in (given.get("server_args", ""), spec.server_args or "") if a)
+    server_file = _framework_file(locator, facts.get("server_args_file", ""))
+    if server_file is not None:
+        schema = read_schema(server_file)
+        deployment.server_args, deployment.server_args_given = apply_arguments(schema, arguments)
+    elif spec.server_args:
+        raise UserError("--server-args needs an SGLang target to read ServerArgs from.",
+                        "Add --target sglang==0.5.9 (or the version you run).")
+    deployment.quantization = str(deployment.server_args.get("quantization") or "") \
+        or quantization_of(deployment.model_config)
+    return deployment
+
+
+def pin_quantization(deployment: Deployment, evaluator, locator) -> None:
+    """Pin the framework's quantization base class to the checkpoint's config class (read from the
+    framework's registry dict, e.g. SGLang's QUANTIZATION_METHODS["modelopt_fp4"])."""
+    if not deployment.quantization:
+        return
+    facts = load_framework("sglang")
+    module = facts.get("quantization_registry", "")
+    path = locator.find(module) if module else None
+    if path is None:
+        return
+    if path.is_dir():
+        path = path / "__init__.py"
+    name = _registry_name(path, deployment.quantization)
+    if not name:
+        raise UserError(f"Quantization {deployment.quantization!r} is not in {module}'s registry.")
+    for value in evaluator.global_value(module, name, 0):
+        if value.kind == "cls":
+            target = f"{value.module}:{value.name}"
+            deployment.type_pins[facts["quantization_base"]] = target
+            evaluator.pins[facts["quantization_base"]] = target
+
+
+def _registry_name(path: Path, quantization: str) -> str:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == quantization and isinstance(value, ast.Name):
+                    return value.id
+    return ""
+
+
+def _framework_file(locator, relative: str) -> Path | None:
+    if not relative:
+        return None
+    for target in getattr(locator, "targets", ()):
+        candidate = Path(target.root) / relative
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_model_config(path: Path) -> dict[str, Any]:
+    """An HF `config.json` (with `quantization_config`), or a folder holding it and hf_quant_config.json."""
+    folder = path if path.is_dir() else None
+    config_file = folder / "config.json" if folder else path
+    try:
+        text = config_file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"Could not read the model config {config_file}: {exc.strerror or exc}.") from None
+    config = _read_config_text(text, str(config_file))
+    quant_file = (folder or path.parent) / "hf_quant_config.json"
+    if "quantization_config" not in config and quant_file.is_file():
+        try:
+            quant = json.loads(quant_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            quant = {}
+        inner = quant.get("quantization", quant)
+        if isinstance(inner, dict):
+            config["quantization_config"] = {"quant_method": "modelopt", **inner}
+    return config
+
+
+def _read_config_text(text: str, name: str) -> dict[str, Any]:
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"The model config {name} is not JSON: {exc}.") from None
+    if not isinstance(config, dict):
+        raise UserError(f"The model config {name} is not a JSON object.")
+    return config
+
+
+def quantization_of(config: dict[str, Any]) -> str:
+    """SGLang's quantization method name for an HF checkpoint config ('' when unquantized)."""
+    quant = config.get("quantization_config")
+    if not isinstance(quant, dict):
+        return ""
+    method = str(quant.get("quant_method", "")).lower()
+    algo = str(quant.get("quant_algo", "")).upper()
+    if method == "modelopt":
+        return "modelopt_fp4" if "FP4" in algo else "modelopt_fp8"
+    return method

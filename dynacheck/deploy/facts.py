@@ -1,0 +1,111 @@
+"""The deployment as known values: what the user runs, in the terms the partial evaluator asks about.
+
+Nothing else in the engine knows SGLang's flags or a GPU's capability: the evaluator asks this
+object "what is `torch.version.cuda` here?", "is env var X set?", "what does the server-args
+object hold?", and gets a value or `UNKNOWN`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+UNKNOWN = object()  # a fact the deployment does not fix
+
+# Compute capability per --gpu name (the major decides SGLang's is_sm*_supported helpers).
+GPU_CAPABILITY = {
+    "sm80": (8, 0), "sm86": (8, 6), "sm89": (8, 9), "sm90": (9, 0), "sm100": (10, 0), "sm103": (10, 3),
+    "sm110": (11, 0), "sm120": (12, 0), "sm121": (12, 1),
+}
+PLATFORMS = ("cuda", "rocm", "npu", "xpu", "hpu", "cpu", "musa")
+
+
+@dataclass
+class Deployment:
+    """Known values of one deployment; an empty one (the default) decides nothing."""
+
+    name: str = ""
+    gpu: str = ""  # sm90, sm100, sm120, ... ("" unknown)
+    platform: str = ""  # cuda, rocm, npu, ... ("" unknown)
+    cuda_version: str = "12.9"  # torch.version.cuda on a CUDA platform
+    machine: str = "x86_64"
+    env: dict[str, str] = field(default_factory=dict)
+    env_complete: bool = False  # True: a variable not in `env` is unset (a deployment was given)
+    server_args: dict[str, Any] = field(default_factory=dict)  # ServerArgs field -> value
+    server_args_given: tuple[str, ...] = ()  # the launch arguments as the user wrote them
+    model_config: dict[str, Any] = field(default_factory=dict)  # the HF config.json values
+    quantization: str = ""  # SGLang's quantization method name, e.g. modelopt_fp4
+    runtime: dict[str, Any] = field(default_factory=dict)  # module.global -> value while the runner compiles
+    accessors: dict[str, str] = field(default_factory=dict)  # module.function -> "server_args" | "model_config"
+    object_types: dict[str, str] = field(default_factory=dict)  # class name -> "server_args" | "model_config"
+    type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
+    compiling: bool = True  # torch.compiler.is_compiling() inside the traced region
+
+    @property
+    def given(self) -> bool:
+        return bool(self.name or self.gpu or self.platform or self.env_complete or self.server_args
+                    or self.model_config or self.runtime)
+
+    # ----- platform probes ----------------------------------------------------------------------
+
+    def external(self, name: str) -> Any:
+        """The value of an external attribute such as `torch.version.cuda`, or UNKNOWN."""
+        if not self.platform:
+            return UNKNOWN
+        cuda = self.platform == "cuda"
+        table = {
+            "torch.version.cuda": self.cuda_version if cuda else None,
+            "torch.version.hip": "6.3" if self.platform == "rocm" else None,
+            "torch.version.musa": None if self.platform != "musa" else "4.0",
+            "torch.version.xpu": None,
+        }
+        return table.get(name, UNKNOWN)
+
+    def external_call(self, name: str) -> Any:
+        """The result of calling an external probe such as `torch.cuda.get_device_capability()`."""
+        if name == "platform.machine":
+            return self.machine
+        if name == "torch.compiler.is_compiling" or name == "torch._dynamo.is_compiling":
+            return self.compiling if self.given else UNKNOWN
+        if not self.platform:
+            return UNKNOWN
+        if name == "torch.cuda.is_available":
+            return self.platform in ("cuda", "rocm")
+        if name in ("torch.npu.is_available", "torch.xpu.is_available", "torch.hpu.is_available"):
+            return self.platform == name.split(".")[1]
+        if name == "torch.cuda.get_device_capability":
+            return GPU_CAPABILITY.get(self.gpu, UNKNOWN) if self.platform == "cuda" else UNKNOWN
+        return UNKNOWN
+
+    def torch_has(self, attr: str) -> Any:
+        """`hasattr(torch, attr)` for the device back-ends a platform adds (npu, xpu, hpu, musa)."""
+        if not self.platform:
+            return UNKNOWN
+        if attr in ("npu", "hpu", "musa"):
+            return self.platform == attr
+        if attr in ("xpu", "cpu", "cuda"):
+            return True  # stock torch has these modules on every platform
+        return UNKNOWN
+
+    def env_value(self, name: str, default: Any) -> Any:
+        if name in self.env:
+            return self.env[name]
+        return default if self.env_complete else UNKNOWN
+
+    def to_dict(self) -> dict[str, Any]:
+        """The facts the scan used, for the JSON output and the report header."""
+        if not self.given:
+            return {}
+        out: dict[str, Any] = {"name": self.name, "gpu": self.gpu, "platform": self.platform,
+                               "quantization": self.quantization}
+        if self.server_args_given:
+            out["server_args"] = " ".join(self.server_args_given)
+        if self.env:
+            out["env"] = dict(self.env)
+        if self.model_config:
+            keys = ("architectures", "model_type", "n_group", "topk_group", "num_experts_per_tok",
+                    "n_routed_experts", "num_hidden_layers")
+            out["model_config"] = {k: self.model_config[k] for k in keys if k in self.model_config}
+        if self.runtime:
+            out["runtime"] = dict(self.runtime)
+        return out

@@ -1,0 +1,110 @@
+"""SGLang's launch arguments, read against the scanned `ServerArgs` source (never imported).
+
+The dataclass gives each field its default (literal defaults only; the rest stay unknown), the
+`add_argument` calls give the flag spellings, their `dest`, `action` and `type`. The user's
+arguments are then applied on top, the way argparse would.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynacheck.errors import UserError
+
+
+@dataclass
+class ServerArgsSchema:
+    defaults: dict[str, Any] = field(default_factory=dict)  # field -> literal default
+    fields: set[str] = field(default_factory=set)
+    flags: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # --flag -> (dest, action, type)
+
+
+def read_schema(path: Path) -> ServerArgsSchema:
+    """Fields, literal defaults and flags of `class ServerArgs` in SGLang's server_args.py."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise UserError(f"Could not read SGLang's server arguments from {path}: {exc}.") from None
+    schema = ServerArgsSchema()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    name = stmt.target.id
+                    schema.fields.add(name)
+                    if stmt.value is not None:
+                        try:
+                            schema.defaults[name] = ast.literal_eval(stmt.value)
+                        except (ValueError, SyntaxError, TypeError):
+                            pass
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            _flag(node, schema)
+    return schema
+
+
+def _flag(call: ast.Call, schema: ServerArgsSchema) -> None:
+    names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    longs = [n for n in names if n.startswith("--")]
+    if not longs:
+        return
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+    dest = longs[0][2:].replace("-", "_")
+    if isinstance(keywords.get("dest"), ast.Constant):
+        dest = keywords["dest"].value
+    action = keywords.get("action")
+    action_text = action.value if isinstance(action, ast.Constant) and isinstance(action.value, str) else "store"
+    kind = keywords.get("type")
+    type_text = kind.id if isinstance(kind, ast.Name) else ""
+    for name in names:
+        schema.flags[name] = (dest, action_text, type_text)
+
+
+def apply_arguments(schema: ServerArgsSchema, text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The server-args values after the user's launch arguments; unknown flags are a clear error."""
+    values = dict(schema.defaults)
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise UserError(f"--server-args could not be split: {exc}.", "Quote it as one argument.") from None
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        flag, eq, inline = token.partition("=")
+        if not flag.startswith("-"):
+            raise UserError(f"--server-args: {token!r} is not a flag.", "Write SGLang's launch arguments, e.g. "
+                            "'--tp 8 --quantization modelopt_fp4 --enable-piecewise-cuda-graph'.")
+        if flag not in schema.flags:
+            close = difflib.get_close_matches(flag, list(schema.flags), n=3)
+            raise UserError(f"--server-args: SGLang's ServerArgs has no flag {flag}.",
+                            f"Did you mean: {', '.join(close)}?" if close else "")
+        dest, action, kind = schema.flags[flag]
+        if action in ("store_true", "store_false"):
+            values[dest] = action == "store_true"
+            i += 1
+            continue
+        if eq:
+            raw = inline
+            i += 1
+        else:
+            if i + 1 >= len(tokens):
+                raise UserError(f"--server-args: {flag} needs a value.")
+            raw = tokens[i + 1]
+            i += 2
+        values[dest] = _convert(raw, kind, schema.defaults.get(dest))
+    return values, tuple(tokens)
+
+
+def _convert(raw: str, kind: str, default: Any) -> Any:
+    try:
+        if kind == "int" or (not kind and isinstance(default, int) and not isinstance(default, bool)):
+            return int(raw)
+        if kind == "float" or (not kind and isinstance(default, float)):
+            return float(raw)
+    except ValueError:
+        raise UserError(f"--server-args: {raw!r} is not a number.") from None
+    return raw

@@ -1,0 +1,873 @@
+"""Partial evaluation of branch tests over the deployment's known values.
+
+A guard such as `if is_sm120_supported():` or `if get_moe_a2a_backend().is_mori():` is
+evaluated by reading the functions it calls (their returns, return guards, local assignments,
+`functools.partial` / `lru_cache` wrappers, Enum classes) down to the facts a deployment fixes:
+platform probes (`torch.version.cuda`, `torch.cuda.get_device_capability()`), environment
+reads, the server-args object, the model config, and the module globals SGLang's compiling
+runner sets. The answer is True, False, or unknown; an unknown that depends on such a fact is
+a *condition* the chain carries. Everything is bounded (depth, value-set size) and memoized.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Iterable
+
+from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
+from dynacheck.deploy.facts import Deployment
+from dynacheck.model import Condition
+from dynacheck.static.ir import Expr, dotted, render
+from dynacheck.static.value_types import Scope, Value
+
+MAX_DEPTH = 10
+MAX_SET = 16
+ENUM_BASES = ("enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag")
+ENV_READERS = {"os.getenv", "os.environ.get", "os.getenv.get"}
+STR_METHODS = {"lower", "upper", "strip", "startswith", "endswith", "split", "replace", "lstrip", "rstrip"}
+FAMILY_KINDS = ("flag", "env", "platform", "config", "runtime")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A scanned or external entity (function, class, instance, module) as a value."""
+
+    value: Value
+
+
+@dataclass(frozen=True)
+class Obj:
+    """A deployment object whose attributes are known: the server args or the model config."""
+
+    kind: str  # server_args | model_config
+    fields: tuple
+
+    def get(self, name: str) -> Any:
+        for key, value in self.fields:
+            if key == name:
+                return value
+        return FACT_UNKNOWN
+
+
+@dataclass(frozen=True)
+class Member:
+    """An Enum member of a scanned Enum class."""
+
+    module: str
+    cls: str
+    name: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Partial:
+    func: Value
+    kwargs: tuple
+
+
+@dataclass(frozen=True)
+class Known:
+    """What an expression may be: a set of values (None: unknown) and the open facts behind it."""
+
+    values: frozenset | None
+    opens: tuple = ()
+
+    @property
+    def unknown(self) -> bool:
+        return self.values is None
+
+
+NOTHING = Known(frozenset())
+
+
+def unknown(*opens: Condition) -> Known:
+    return Known(None, tuple(opens))
+
+
+def known(*values: Any, opens: tuple = ()) -> Known:
+    try:
+        return Known(frozenset(values), opens)
+    except TypeError:  # an unhashable value (a dict from a config): not worth tracking
+        return Known(None, opens)
+
+
+def merge(parts: Iterable[Known]) -> Known:
+    values: set = set()
+    opens: list = []
+    for part in parts:
+        opens.extend(o for o in part.opens if o not in opens)
+        if part.values is None:
+            values = None  # type: ignore[assignment]
+        elif values is not None:
+            values |= part.values
+    if values is not None and len(values) > MAX_SET:
+        values = None  # type: ignore[assignment]
+    return Known(frozenset(values) if values is not None else None, tuple(opens[:6]))
+
+
+class PartialEvaluator:
+    def __init__(self, evaluator, deployment: Deployment | None) -> None:
+        self.ev = evaluator
+        self.dep = deployment or Deployment()
+        self._memo: dict[tuple, Known] = {}
+        self._active: set = set()
+        self._cuts = 0  # recursion cut-offs so far: a result computed across one is not memoized
+
+    # ----- tests -------------------------------------------------------------------------------
+
+    def truth(self, test: Expr, scope: Scope) -> tuple[bool | None, tuple]:
+        """Whether a branch test holds here: True, False or None (unknown) and the open facts."""
+        if test and test[0] == "exc":
+            return None, (Condition("an exception was raised (except path)", scope.module.path, test[1], "except"),)
+        result = self.const(test, scope, 0)
+        return self._bool(result), result.opens
+
+    def guards(self, guards: tuple, scope: Scope) -> tuple[bool, tuple[Condition, ...]]:
+        """(reachable, conditions) for a call under `guards`: False when a guard is decided against it."""
+        conditions: list[Condition] = []
+        for test, taken, line in guards:
+            value, opens = self.truth(test, scope)
+            if value is not None:
+                if value != taken:
+                    return False, ()
+                continue
+            family = [o for o in opens if o.kind in FAMILY_KINDS or o.kind == "except"]
+            if family:
+                text = f"{'' if taken else 'not '}{render_test(test)}"
+                kinds = sorted({o.kind for o in family})
+                conditions.append(Condition(text, scope.module.path, line, kinds[0]))
+        return True, tuple(conditions)
+
+    @staticmethod
+    def _bool(result: Known) -> bool | None:
+        if result.values is None or not result.values:
+            return None
+        truths = set()
+        for value in result.values:
+            if isinstance(value, (Ref, Obj, Member, Partial)):
+                truths.add(True)
+            else:
+                try:
+                    truths.add(bool(value))
+                except Exception:  # noqa: BLE001 - a value whose truth is not plain
+                    return None
+        return truths.pop() if len(truths) == 1 else None
+
+    # ----- expressions -------------------------------------------------------------------------
+
+    def const(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        if depth > MAX_DEPTH or not expr:
+            return unknown()
+        kind = expr[0]
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            return unknown()
+        try:
+            return handler(self, expr, scope, depth + 1)
+        except RecursionError:
+            return unknown()
+
+    def _k(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        return known(expr[1]) if len(expr) > 1 else unknown()
+
+    def _seq(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        parts = [self.const(e, scope, depth) for e in expr[1]]
+        if any(p.values is None or len(p.values) != 1 for p in parts):
+            return unknown(*[o for p in parts for o in p.opens])
+        return known(tuple(next(iter(p.values)) for p in parts))
+
+    def _not(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        inner = self.const(expr[1], scope, depth)
+        value = self._bool(inner)
+        return known(not value, opens=inner.opens) if value is not None else unknown(*inner.opens)
+
+    def _andor(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        is_and = expr[0] == "and"
+        opens: list = []
+        undecided = False
+        for part in expr[1]:
+            result = self.const(part, scope, depth)
+            value = self._bool(result)
+            opens.extend(result.opens)
+            if value is None:
+                undecided = True
+            elif value is not is_and:  # False in an `and`, True in an `or`: decided
+                return known(value, opens=tuple(opens))
+        return unknown(*opens) if undecided else known(is_and, opens=tuple(opens))
+
+    def _either(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        return merge([self.const(expr[1], scope, depth), self.const(expr[2], scope, depth)])
+
+    def _cmp(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        left = self.const(expr[1], scope, depth)
+        opens = list(left.opens)
+        result: Known | None = None
+        for op, right_expr in expr[2]:
+            right = self.const(right_expr, scope, depth)
+            opens.extend(right.opens)
+            if op in ("Is", "IsNot") and (left.values is None or right.values is None):
+                result = self._identity(op, expr[1], right_expr, scope, depth)
+            elif left.values is None or right.values is None:
+                return unknown(*opens)
+            else:
+                outs = set()
+                for a in left.values:
+                    for b in right.values:
+                        out = _compare(op, a, b)
+                        if out is None:
+                            return unknown(*opens)
+                        outs.add(out)
+                result = known(*outs)
+            if result is None or result.values is None or len(result.values) != 1:
+                return unknown(*opens)
+            if not next(iter(result.values)):
+                return known(False, opens=tuple(opens))
+            left = right
+        return known(True, opens=tuple(opens)) if result is not None else unknown(*opens)
+
+    def _identity(self, op: str, left: Expr, right: Expr, scope: Scope, depth: int) -> Known | None:
+        """`x is None` where x is a class or function the evaluator knows: never None."""
+        if right != ("n", "None"):
+            return None
+        values = self.ev.eval(left, scope)
+        if values and all(v.kind in ("func", "cls", "mod") for v in values):
+            return known(op == "IsNot")
+        return None
+
+    def _op(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        left, right = self.const(expr[1], scope, depth), self.const(expr[2], scope, depth)
+        opens = left.opens + right.opens
+        if left.values is None or right.values is None or len(expr) < 4:
+            return unknown(*opens)
+        outs = set()
+        for a in left.values:
+            for b in right.values:
+                out = _arith(expr[3], a, b)
+                if out is FACT_UNKNOWN:
+                    return unknown(*opens)
+                outs.add(out)
+        return known(*outs, opens=opens)
+
+    def _sub(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        if len(expr) < 3:
+            return unknown()
+        base, index = self.const(expr[1], scope, depth), self.const(expr[2], scope, depth)
+        if base.values is None or index.values is None:
+            return unknown(*(base.opens + index.opens))
+        outs = set()
+        for b in base.values:
+            for i in index.values:
+                try:
+                    outs.add(b[i] if not isinstance(b, Obj) else b.get(i))
+                except Exception:  # noqa: BLE001 - an index that fails is not a value
+                    return unknown(*base.opens)
+        return known(*outs, opens=base.opens)
+
+    def _slice(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        base = self.const(expr[1], scope, depth)
+        lo, hi = self.const(expr[2], scope, depth), self.const(expr[3], scope, depth)
+        if base.values is None or lo.values is None or hi.values is None or len(lo.values) != 1 \
+                or len(hi.values) != 1:
+            return unknown(*base.opens)
+        a, b = next(iter(lo.values)), next(iter(hi.values))
+        try:
+            return known(*(v[a:b] for v in base.values), opens=base.opens)
+        except Exception:  # noqa: BLE001
+            return unknown(*base.opens)
+
+    # ----- names and attributes ----------------------------------------------------------------
+
+    def _name(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        name = expr[1]
+        if name in ("True", "False", "None"):
+            return known({"True": True, "False": False, "None": None}[name])
+        current: Scope | None = scope
+        while current is not None and current.function is not None:
+            for bound_name, values in current.bound:
+                if bound_name == name:
+                    return self._of_values(values)
+            fn = current.function
+            if name in fn.assigns:
+                key = ("local", id(fn), name, id(current))
+                if key in self._active:
+                    self._cuts += 1
+                    return NOTHING  # x = f(x): the other assignments give the values
+                self._active.add(key)
+                try:
+                    return merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
+                                  for e in fn.assigns[name]])
+                finally:
+                    self._active.discard(key)
+            if name in fn.params:
+                if name == "self" and current.self_cls is not None:
+                    return known(Ref(replace(current.self_cls, kind="inst")))
+                return self._param(name, fn, current, depth)
+            if name in fn.local_imports:
+                return self.imported(fn.local_imports[name], depth)
+            current = current.parent
+        return self.global_(scope.module.module, name, depth)
+
+    def _param(self, name: str, fn, scope: Scope, depth: int) -> Known:
+        """A parameter the call did not bind: a deployment object when its annotation says so."""
+        annotation = fn.param_types.get(name) or fn.annotations.get(name)
+        if annotation is not None:
+            for part in annotation[1] if annotation[0] == "q" else (annotation,):
+                label = (dotted(part) or "").rpartition(".")[2]
+                obj = self._object(self.dep.object_types.get(label, ""))
+                if obj is not None:
+                    return known(obj)
+        return unknown()
+
+    def _object(self, kind: str) -> Obj | None:
+        if kind == "server_args" and self.dep.server_args:
+            return Obj(kind, tuple(sorted(self.dep.server_args.items(), key=lambda kv: kv[0])))
+        if kind == "model_config" and self.dep.model_config:
+            fields = tuple(sorted(((k, _freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
+            return Obj(kind, fields)
+        return None
+
+    def global_(self, module: str, name: str, depth: int) -> Known:
+        fact = self.dep.runtime.get(f"{module}.{name}", FACT_UNKNOWN)
+        if fact is not FACT_UNKNOWN:
+            return known(fact)
+        key = ("global", module, name)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            self._cuts += 1
+            return NOTHING
+        self._active.add(key)
+        cuts = self._cuts
+        try:
+            result = self._global(module, name, depth)
+        finally:
+            self._active.discard(key)
+        if cuts == self._cuts and (result.values is not None or result.opens):
+            self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
+        return result
+
+    def _global(self, module: str, name: str, depth: int) -> Known:
+        bindings = self.ev.index.global_bindings(module, name)
+        if not bindings:
+            return self._of_values(self.ev.global_value(module, name, depth))
+        summary = self.ev.index.module(module)
+        scope = Scope(summary) if summary is not None else None
+        parts: list[Known] = []
+        if self.dep.given:
+            bindings = self._at_compile_time(module, bindings)
+        rebound = any(b.kind == "global" for b in bindings)
+        for binding in bindings:
+            if scope is not None and binding.guards:
+                reachable, _ = self.guards(binding.guards, scope)
+                if not reachable:
+                    continue
+            if binding.kind == "assign" and scope is not None:
+                parts.append(self.const(binding.value, scope, depth))
+            elif binding.kind == "global":
+                qualname, value_expr = binding.value
+                fscope = self.ev.function_scope(Value("func", module, qualname))
+                parts.append(self.const(value_expr, fscope, depth) if fscope is not None else unknown())
+            elif binding.kind == "import":
+                parts.append(self.imported(binding.value, depth))
+            elif binding.kind == "def":
+                parts.append(known(Ref(Value("func", module, binding.value))))
+            elif binding.kind == "class":
+                parts.append(known(Ref(Value("cls", module, binding.value))))
+        result = merge(parts)
+        if rebound and result.values is not None and len(result.values) > 1:
+            # a global set by the runner at run time: which value holds while compiling is a runtime fact
+            return unknown(Condition(f"{module}.{name}", summary.path if summary else "", 0, "runtime"))
+        return result
+
+    def imported(self, target: str, depth: int) -> Known:
+        """What `from a.b import c` binds: a module, or a module-level name read by partial evaluation."""
+        split = self.ev.index.split_module(target)
+        if split is None:
+            return known(Ref(Value("ext", name=target)))
+        module, rest = split
+        if not rest:
+            return known(Ref(Value("mod", name=module)))
+        result = self.global_(module, rest[0], depth)
+        for attr in rest[1:]:
+            if result.values is None:
+                return result
+            result = merge([self._member(v, attr, Scope(self.ev.index.module(module)), depth) for v in result.values])
+        return result
+
+    def _at_compile_time(self, module: str, bindings: list) -> list:
+        """The bindings of a module global that can hold while the runner compiles.
+
+        A `global` rebinding inside a `@contextmanager` is temporary state (capture mode, a
+        speculative-decoding override) that the deployment's runtime facts decide; without such a
+        fact the state outside the context holds. A module-level `X = None` that a start-up function
+        rebinds (`global X; X = ...`) is the value before start-up only.
+        """
+        kept = []
+        for binding in bindings:
+            if binding.kind == "global":
+                fn = self.ev.index.function(module, binding.value[0])
+                if fn is not None and any((dotted(d) or "").endswith("contextmanager") for d in fn.decorators):
+                    continue
+            kept.append(binding)
+        startup = any(b.kind == "global" for b in kept)
+        if startup:
+            kept = [b for b in kept if not (b.kind == "assign" and b.value == ("n", "None"))]
+        return kept or bindings
+
+    def _of_values(self, values: Iterable[Value]) -> Known:
+        out = set()
+        for value in values:
+            if value.kind == "known":
+                out.update(value.items)
+            elif value.kind in ("func", "cls", "mod", "inst", "ext", "extinst"):
+                out.add(Ref(value))
+            else:
+                return unknown()
+        return known(*out) if out else unknown()
+
+    def _attr(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        name = dotted(expr)
+        if name is not None:
+            resolved = self._external_name(expr, scope)
+            if resolved is not None:
+                fact = self.dep.external(resolved)
+                if fact is not FACT_UNKNOWN:
+                    return known(fact)
+                if resolved.startswith("torch.version."):
+                    return unknown(Condition(resolved, scope.module.path, 0, "platform"))
+        base = self.const(expr[1], scope, depth)
+        if base.values is None:
+            return base
+        outs: list[Known] = []
+        for value in base.values:
+            outs.append(self._member(value, expr[2], scope, depth))
+        return merge(outs)
+
+    def _member(self, value: Any, attr: str, scope: Scope, depth: int) -> Known:
+        if isinstance(value, Obj):
+            got = value.get(attr)
+            if got is FACT_UNKNOWN:
+                kind = "flag" if value.kind == "server_args" else "config"
+                return unknown(Condition(f"{'server_args' if kind == 'flag' else 'config'}.{attr}", "", 0, kind))
+            return known(_freeze(got))
+        if isinstance(value, Member):
+            if attr == "value":
+                return known(value.value)
+            if attr == "name":
+                return known(value.name)
+            return known(Ref(Value("func", value.module, f"{value.cls}.{attr}", note="member")))
+        if isinstance(value, Ref):
+            ref = value.value
+            if ref.kind == "cls" and self._is_enum(ref):
+                member = self._enum_member(ref, attr)
+                if member is not None:
+                    return known(member)
+            if ref.kind in ("mod",):
+                return self.global_(ref.name, attr, depth)
+            if ref.kind == "inst":
+                found = self._instance_attr(ref, attr, depth)
+                if found.values is not None or found.opens:
+                    return found
+            return self._of_values(self.ev.member(ref, attr, 1))
+        if value is None:
+            return NOTHING  # AttributeError on None: that value never gets here
+        return unknown()
+
+    def _instance_attr(self, inst: Value, attr: str, depth: int) -> Known:
+        """`self.attr` as a value: every `self.attr = ...` in the class and its bases, evaluated in
+        its method (`self._enable_a2a_moe = get_moe_a2a_backend().is_deepep()` in `__init__`)."""
+        key = ("attr", inst.module, inst.name, attr)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            self._cuts += 1
+            return NOTHING
+        self._active.add(key)
+        cuts = self._cuts
+        parts: list[Known] = []
+        try:
+            for cls in self.ev.mro(inst):
+                summary = self.ev.index.klass(cls.module, cls.name) if cls.kind == "cls" else None
+                module = self.ev.index.module(cls.module) if summary is not None else None
+                if module is None:
+                    continue
+                for qualname in summary.methods.values():
+                    fn = module.functions.get(qualname)
+                    if fn is None or attr not in fn.self_assigns:
+                        continue
+                    scope = Scope(module, fn, replace(inst, kind="cls"))
+                    parts.extend(self.const(e, scope, depth) for e in fn.self_assigns[attr])
+                if summary.attrs.get(attr):
+                    scope = Scope(module)
+                    parts.extend(self.const(e, scope, depth) for e in summary.attrs[attr])
+        finally:
+            self._active.discard(key)
+        result = merge(parts) if parts else Known(None)
+        if cuts == self._cuts and (result.values is not None or result.opens):
+            self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
+        return result
+
+    def _external_name(self, expr: Expr, scope: Scope) -> str | None:
+        """`torch.version.cuda` written through any import alias, as its external dotted name."""
+        head = expr
+        while head and head[0] == "a":
+            head = head[1]
+        if not head or head[0] != "n":
+            return None
+        values = self.ev.eval(head, scope)
+        if len(values) != 1 or values[0].kind != "ext":
+            return None
+        rest = (dotted(expr) or "").split(".")[1:]
+        return ".".join([values[0].name, *rest])
+
+    # ----- calls -------------------------------------------------------------------------------
+
+    def _call(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        func_expr, args, kwargs = expr[1], expr[2], expr[3]
+        if func_expr[0] == "a" and func_expr[2] in STR_METHODS:
+            base = self.const(func_expr[1], scope, depth)
+            if base.values and all(isinstance(v, str) for v in base.values):
+                return self._str_method(base, func_expr[2], args, scope, depth)
+        external = self._external_name(func_expr, scope) if func_expr[0] in ("a", "n") else None
+        if external is not None:
+            return self._external_call(external, args, kwargs, scope, depth)
+        funcs = self.const(func_expr, scope, depth)
+        if funcs.values is None:
+            return unknown(*funcs.opens)
+        outs = [self._apply(f, args, kwargs, scope, depth) for f in funcs.values]
+        return merge(outs)
+
+    def _apply(self, func: Any, args, kwargs, scope: Scope, depth: int) -> Known:
+        if isinstance(func, Partial):
+            return self.call_function(func.func, self._args(args, scope, depth),
+                                      dict(func.kwargs) | self._kwargs(kwargs, scope, depth), depth)
+        if not isinstance(func, Ref):
+            return unknown()
+        value = func.value
+        if value.kind == "func":
+            accessor = self.dep.accessors.get(f"{value.module}.{value.name}")
+            obj = self._object(accessor or "")
+            if obj is not None:
+                return known(obj)
+            return self.call_function(value, self._args(args, scope, depth), self._kwargs(kwargs, scope, depth),
+                                      depth)
+        if value.kind == "ext" and value.name == "functools.identity_decorator" and args:
+            return self.const(args[0], scope, depth)
+        if value.kind == "cls" and self._is_enum(value) and len(args) == 1:
+            arg = self.const(args[0], scope, depth)
+            if arg.values is None:
+                return unknown(*arg.opens)
+            members = [self._enum_by_value(value, v) for v in arg.values]
+            return known(*members, opens=arg.opens) if all(m is not None for m in members) else unknown(*arg.opens)
+        if value.kind == "cls":
+            return known(Ref(replace(value, kind="inst")))
+        return unknown()
+
+    def _args(self, args, scope: Scope, depth: int) -> list[Known]:
+        return [self.const(a, scope, depth) for a in args]
+
+    def _kwargs(self, kwargs, scope: Scope, depth: int) -> dict[str, Known]:
+        return {name: self.const(e, scope, depth) for name, e in kwargs}
+
+    def call_function(self, func: Value, args: list[Known], kwargs: dict[str, Known], depth: int,
+                      receiver: Any = None) -> Known:
+        """The result of a scanned function for known arguments: its returns, in order, under their guards."""
+        summary = self.ev.index.function(func.module, func.name)
+        if summary is None or depth > MAX_DEPTH:
+            return unknown()
+        params = list(summary.params)
+        bound: dict[str, Known] = {}
+        if receiver is not None and params[:1] == ["self"]:
+            bound["self"] = known(receiver)
+            params = params[1:]
+        elif func.self_cls is not None and params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        for name, value in zip(params, args):
+            bound[name] = value
+        for name, value in kwargs.items():
+            if name in summary.params:
+                bound[name] = value
+        key = ("call", func.module, func.name, tuple(sorted((k, _key(v)) for k, v in bound.items())))
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            self._cuts += 1
+            return unknown()
+        self._active.add(key)
+        cuts = self._cuts
+        try:
+            result = self._returns(func, summary, bound, depth)
+        finally:
+            self._active.discard(key)
+        if cuts == self._cuts and (result.values is not None or result.opens):
+            self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
+        return result
+
+    def _returns(self, func: Value, summary, bound: dict[str, Known], depth: int) -> Known:
+        scope = self.ev.function_scope(func)
+        if scope is None:
+            return unknown()
+        values = []
+        for name in summary.params:
+            if name in bound:
+                values.append((name, (_as_value(bound[name]),)))
+            elif name in summary.defaults and name != "self":
+                values.append((name, (_as_value(self.const(summary.defaults[name], scope, depth)),)))
+        scope = replace(scope, bound=tuple(values) + scope.bound)
+        parts: list[Known] = []
+        for expr, guards in zip(summary.returns, summary.return_guards):
+            reachable, conditions = self.guards(guards, scope)
+            if not reachable:
+                continue
+            result = self.const(expr, scope, depth)
+            if conditions:
+                result = unknown(*result.opens, *conditions)
+            parts.append(result)
+            if not guards or all(self.truth(t, scope)[0] is taken for t, taken, _ in guards):
+                break  # this return always happens when reached: later ones never do
+        if not parts:
+            return unknown()
+        return merge(parts)
+
+    def _external_call(self, name: str, args, kwargs, scope: Scope, depth: int) -> Known:
+        if name in ("functools.lru_cache", "functools.cache"):
+            return known(Ref(Value("ext", name="functools.identity_decorator")))
+        if name == "functools.partial" and args:
+            funcs = self.const(args[0], scope, depth)
+            if funcs.values is None or len(funcs.values) != 1:
+                return unknown()
+            func = next(iter(funcs.values))
+            if not isinstance(func, Ref) or func.value.kind != "func":
+                return unknown()
+            return known(Partial(func.value, tuple(self._kwargs(kwargs, scope, depth).items())))
+        if name in ENV_READERS and args:
+            key = self.const(args[0], scope, depth)
+            default = self.const(args[1], scope, depth) if len(args) > 1 else known(None)
+            if key.values is None or len(key.values) != 1:
+                return unknown()
+            var = next(iter(key.values))
+            value = self.dep.env_value(str(var), FACT_UNKNOWN)
+            if value is FACT_UNKNOWN:
+                if self.dep.env_complete:
+                    return default
+                return unknown(Condition(f"env {var}", scope.module.path, 0, "env"))
+            return known(value)
+        if name == "builtins.hasattr" and len(args) == 2:
+            base = self._external_name(args[0], scope) if args[0][0] in ("n", "a") else None
+            attr = self.const(args[1], scope, depth)
+            if base == "torch" and attr.values is not None and len(attr.values) == 1:
+                fact = self.dep.torch_has(str(next(iter(attr.values))))
+                if fact is not FACT_UNKNOWN:
+                    return known(fact)
+                return unknown(Condition("the torch platform build", scope.module.path, 0, "platform"))
+            return unknown()
+        if name == "builtins.isinstance" and len(args) == 2:
+            return self._isinstance(args[0], args[1], scope, depth)
+        if name in ("builtins.tuple", "builtins.list", "builtins.int", "builtins.str", "builtins.len",
+                    "builtins.bool", "builtins.map") and args:
+            return self._builtin(name.rpartition(".")[2], args, scope, depth)
+        fact = self.dep.external_call(name)
+        if fact is not FACT_UNKNOWN:
+            return known(fact)
+        if name.startswith(("torch.cuda.", "torch.version.", "torch.npu.", "torch.xpu.")):
+            return unknown(Condition(f"{name}()", scope.module.path, 0, "platform"))
+        if name in ("torch.compiler.is_compiling", "torch._dynamo.is_compiling"):
+            return unknown(Condition(f"{name}()", scope.module.path, 0, "runtime"))
+        return unknown()
+
+    def _builtin(self, name: str, args, scope: Scope, depth: int) -> Known:
+        if name == "map" and len(args) == 2:
+            converter = {("n", "int"): int, ("n", "str"): str}.get(args[0])
+            seq = self.const(args[1], scope, depth)
+            if converter is None or seq.values is None:
+                return unknown(*seq.opens)
+            try:
+                return known(*(tuple(converter(x) for x in v) for v in seq.values), opens=seq.opens)
+            except Exception:  # noqa: BLE001
+                return unknown(*seq.opens)
+        arg = self.const(args[0], scope, depth)
+        if arg.values is None:
+            return arg
+        fn = {"tuple": tuple, "list": tuple, "int": int, "str": str, "len": len, "bool": bool}[name]
+        try:
+            return known(*(fn(v) for v in arg.values), opens=arg.opens)
+        except Exception:  # noqa: BLE001
+            return unknown(*arg.opens)
+
+    def _str_method(self, base: Known, method: str, args, scope: Scope, depth: int) -> Known:
+        parts = [self.const(a, scope, depth) for a in args]
+        if any(p.values is None or len(p.values) != 1 for p in parts):
+            return unknown(*base.opens)
+        call_args = [next(iter(p.values)) for p in parts]
+        try:
+            outs = [getattr(v, method)(*call_args) for v in base.values]
+        except Exception:  # noqa: BLE001
+            return unknown(*base.opens)
+        return known(*(tuple(o) if isinstance(o, list) else o for o in outs), opens=base.opens)
+
+    def _isinstance(self, obj_expr: Expr, cls_expr: Expr, scope: Scope, depth: int) -> Known:
+        objs = self.const(obj_expr, scope, depth)
+        classes = self.ev.eval(cls_expr, scope)
+        if cls_expr and cls_expr[0] == "q":
+            classes = [v for e in cls_expr[1] for v in self.ev.eval(e, scope)]
+        targets = {(c.module, c.name) for c in classes if c.kind == "cls"}
+        if objs.values is None or not targets or len(targets) != len(classes):
+            return unknown(*objs.opens)
+        outs = set()
+        for value in objs.values:
+            if not isinstance(value, Ref) or value.value.kind != "inst":
+                return unknown(*objs.opens)
+            mro = {(c.module, c.name) for c in self.ev.mro(value.value) if c.kind == "cls"}
+            outs.add(bool(mro & targets))
+        return known(*outs, opens=objs.opens)
+
+    # ----- enums -------------------------------------------------------------------------------
+
+    def _is_enum(self, cls: Value) -> bool:
+        return any(c.kind == "ext" and c.name in ENUM_BASES for c in self.ev.mro(cls))
+
+    def _enum_member(self, cls: Value, attr: str) -> Member | None:
+        for klass in self.ev.mro(cls):
+            summary = self.ev.index.klass(klass.module, klass.name) if klass.kind == "cls" else None
+            if summary is None or attr not in summary.attrs:
+                continue
+            exprs = summary.attrs[attr]
+            value = exprs[0][1] if exprs and exprs[0][0] == "k" and len(exprs[0]) > 1 else attr
+            return Member(cls.module, cls.name, attr, value)
+        return None
+
+    def _enum_by_value(self, cls: Value, value: Any) -> Member | None:
+        if isinstance(value, Member):
+            return value
+        summary = self.ev.index.klass(cls.module, cls.name)
+        if summary is None:
+            return None
+        for attr, exprs in summary.attrs.items():
+            if exprs and exprs[0][0] == "k" and len(exprs[0]) > 1 and exprs[0][1] == value:
+                return Member(cls.module, cls.name, attr, value)
+        if value is None:  # SGLang's _missing_ maps None to NONE; others raise
+            return self._enum_member(cls, "NONE")
+        return None
+
+    def method_of_member(self, member: Member, name: str, depth: int) -> Known:
+        qualname = f"{member.cls}.{name}"
+        if self.ev.index.function(member.module, qualname) is None:
+            return unknown()
+        return self.call_function(Value("func", member.module, qualname), [], {}, depth, receiver=member)
+
+
+def _compare(op: str, a: Any, b: Any) -> bool | None:
+    try:
+        if op == "Equal":
+            return a == b
+        if op == "NotEqual":
+            return a != b
+        if op == "Is":
+            return a is b or (a == b and isinstance(a, (Member, bool)) or (a is None and b is None))
+        if op == "IsNot":
+            return not (a is b or (a == b and isinstance(a, (Member, bool))) or (a is None and b is None))
+        if op == "In":
+            return a in b
+        if op == "NotIn":
+            return a not in b
+        if isinstance(a, (Ref, Obj, Member, Partial)) or isinstance(b, (Ref, Obj, Member, Partial)):
+            return None
+        if op == "LessThan":
+            return a < b
+        if op == "GreaterThan":
+            return a > b
+        if op == "LessThanEqual":
+            return a <= b
+        if op == "GreaterThanEqual":
+            return a >= b
+    except Exception:  # noqa: BLE001 - a comparison Python itself refuses
+        return None
+    return None
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    if not all(isinstance(x, (int, float, str, tuple)) and not isinstance(x, bool) or isinstance(x, bool)
+               for x in (a, b)):
+        return FACT_UNKNOWN
+    try:
+        return {"Add": lambda: a + b, "Subtract": lambda: a - b, "Multiply": lambda: a * b,
+                "FloorDivide": lambda: a // b, "Modulo": lambda: a % b}[op]()
+    except Exception:  # noqa: BLE001 - unknown operator or a failing operation
+        return FACT_UNKNOWN
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def _key(known_value: Known) -> Any:
+    return tuple(sorted(map(repr, known_value.values))) if known_value.values is not None else "?"
+
+
+def _as_value(result: Known) -> Value:
+    """A partial-evaluation result as an evaluator Value (bound parameters carry it)."""
+    if result.values is not None and len(result.values) == 1:
+        only = next(iter(result.values))
+        if isinstance(only, Ref):
+            return only.value
+    if result.values is None:
+        return Value("unknown")
+    return Value("known", name=repr(sorted(map(repr, result.values)))[:80], items=tuple(result.values))
+
+
+def render_test(test: Expr) -> str:
+    """A branch test as readable text for a condition."""
+    kind = test[0] if test else "?"
+    if kind == "cmp":
+        ops = {"Equal": "==", "NotEqual": "!=", "Is": "is", "IsNot": "is not", "In": "in", "NotIn": "not in",
+               "LessThan": "<", "GreaterThan": ">", "LessThanEqual": "<=", "GreaterThanEqual": ">="}
+        text = render_test(test[1])
+        for op, right in test[2]:
+            text += f" {ops.get(op, op)} {render_test(right)}"
+        return text
+    if kind == "k":
+        return repr(test[1]) if len(test) > 1 else "..."
+    if kind in ("and", "or"):
+        return f" {kind} ".join(render_test(t) for t in test[1])
+    if kind == "not":
+        return f"not {render_test(test[1])}"
+    if kind == "c":
+        return f"{render(test[1])}()"
+    if kind == "op":
+        return f"{render_test(test[1])} ? {render_test(test[2])}"
+    return render(test)
+
+
+def _method_call(self: PartialEvaluator, expr: Expr, scope: Scope, depth: int) -> Known:
+    """Calls, with methods of Enum members evaluated on the member (`backend.is_mori()`)."""
+    func_expr = expr[1]
+    if func_expr and func_expr[0] == "a":
+        base = self.const(func_expr[1], scope, depth)
+        if base.values is not None and base.values and all(isinstance(v, Member) for v in base.values):
+            return merge([self.method_of_member(v, func_expr[2], depth) for v in base.values])
+        if base.values is not None and None in base.values and len(base.values) > 1:
+            rest = Known(frozenset(v for v in base.values if v is not None), base.opens)
+            if all(isinstance(v, Member) for v in rest.values):
+                return merge([self.method_of_member(v, func_expr[2], depth) for v in rest.values])
+    return PartialEvaluator._call(self, expr, scope, depth)
+
+
+_HANDLERS = {
+    "k": PartialEvaluator._k,
+    "n": PartialEvaluator._name,
+    "a": PartialEvaluator._attr,
+    "c": _method_call,
+    "cmp": PartialEvaluator._cmp,
+    "not": PartialEvaluator._not,
+    "and": PartialEvaluator._andor,
+    "or": PartialEvaluator._andor,
+    "if": PartialEvaluator._either,
+    "q": PartialEvaluator._seq,
+    "s": PartialEvaluator._sub,
+    "sl": PartialEvaluator._slice,
+    "op": PartialEvaluator._op,
+}
