@@ -254,3 +254,12 @@ def test_conditional_sites_come_after_and_say_their_conditions():
     assert text.index('data-rule="DC001"') < text.index('data-rule="DC020"')
     assert "only if: server_args.enable_symm_mem (x.py:4)" in text
     assert "1 conditional" in text
+
+
+def test_deployment_facts_first_and_the_rest_folded():
+    scan = replace(samples.flagship_scan(), deployment={"name": "glm5", "gpu": "sm120",
+                                                        "runtime": {"is_capture_mode": False}})
+    text = render_html(Review(scan=scan))
+    head = text[text.index('id="deployment"'):]
+    assert "name glm5, gpu sm120" in head[:head.index("</summary>")]
+    assert "runtime: {is_capture_mode=False}" in head[head.index("</summary>"):]

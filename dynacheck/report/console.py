@@ -145,8 +145,7 @@ def _header(console: Console, scan: ScanResult) -> None:
         console.print(f"[bold]entry  [/] {escape(entry)}")
     if scan.deployment:
         d = scan.deployment
-        facts = ", ".join(f"{k} {d[k]}" for k in ("name", "gpu", "platform", "quantization") if d.get(k))
-        console.print(_indented(Text.assemble(("deploy ", "bold"), facts), 0))
+        console.print(_indented(Text.assemble(("deploy ", "bold"), view.deployment_facts(d)), 0))
         if d.get("server_args"):
             console.print(_indented(Text(str(d["server_args"]), style="dim"), 7))
     if scan.torch_version:

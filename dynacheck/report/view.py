@@ -289,6 +289,11 @@ def condition_label(condition: Condition) -> str:
     return f"{condition.text}{where}"
 
 
+def deployment_facts(deployment: dict) -> str:
+    """The facts a reader checks first: 'name glm5, gpu sm120, platform cuda, quantization modelopt_fp4'."""
+    return ", ".join(f"{k} {deployment[k]}" for k in ("name", "gpu", "platform", "quantization") if deployment.get(k))
+
+
 def deployment_label(deployment: dict) -> str:
     """The deployment facts on one line: 'gpu=sm120, quantization=modelopt_fp4, ...'."""
     parts = []
