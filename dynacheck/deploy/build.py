@@ -36,6 +36,7 @@ class DeploymentSpec:
     gpu: str | None = None
     platform: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    framework: Path | None = None  # a framework facts file (default: the preset's, e.g. presets/sglang.toml)
 
     @property
     def empty(self) -> bool:
@@ -92,7 +93,14 @@ def build_deployment(spec: DeploymentSpec, locator) -> Deployment:
     elif config_path is not None:
         deployment.model_config = read_model_config(config_path)
     framework = preset.get("framework", "sglang")
-    facts = load_framework(framework) if framework in FRAMEWORK_FILES else {}
+    if spec.framework is not None:
+        try:
+            facts = tomllib.loads(spec.framework.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"Could not read the framework facts {spec.framework}: {exc}.") from None
+    else:
+        facts = load_framework(framework) if framework in FRAMEWORK_FILES else {}
+    deployment.framework = facts
     deployment.accessors = dict(facts.get("accessors", {}))
     deployment.object_types = dict(facts.get("object_types", {}))
     deployment.runtime = dict(facts.get("runtime", {}))
@@ -112,9 +120,9 @@ def build_deployment(spec: DeploymentSpec, locator) -> Deployment:
 def pin_quantization(deployment: Deployment, evaluator, locator) -> None:
     """Pin the framework's quantization base class to the checkpoint's config class (read from the
     framework's registry dict, e.g. SGLang's QUANTIZATION_METHODS["modelopt_fp4"])."""
-    if not deployment.quantization:
+    facts = deployment.framework
+    if not deployment.quantization or not facts.get("quantization_base"):
         return
-    facts = load_framework("sglang")
     module = facts.get("quantization_registry", "")
     path = locator.find(module) if module else None
     if path is None:

@@ -40,6 +40,7 @@ class Deployment:
     object_types: dict[str, str] = field(default_factory=dict)  # class name -> "server_args" | "model_config"
     type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
     compiling: bool = True  # torch.compiler.is_compiling() inside the traced region
+    framework: dict[str, Any] = field(default_factory=dict)  # where the framework keeps these facts (presets/sglang.toml)
 
     @property
     def given(self) -> bool:

@@ -73,7 +73,7 @@ def expr(node, depth: int = 0) -> Expr:
     if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
         return ("q", (expr(node.elt, depth + 1),))
     if isinstance(node, cst.IfExp):
-        return ("if", expr(node.body, depth + 1), expr(node.orelse, depth + 1))
+        return ("if", expr(node.body, depth + 1), expr(node.orelse, depth + 1), expr(node.test, depth + 1))
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
         return ("not", expr(node.expression, depth + 1))
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
@@ -129,6 +129,28 @@ def exits(block) -> bool:
     """Whether a block always leaves the enclosing flow: its last statement returns, raises or jumps."""
     stmts = flatten(body(block))
     return bool(stmts) and isinstance(stmts[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
+
+
+def collect_calls_guarded(root) -> tuple[list[cst.Call], list[tuple]]:
+    """Calls in source order, each with the conditional-expression branches it sits in:
+    `FileLock(p) if need_lock else nullcontext()` calls FileLock only when need_lock holds."""
+    found: list[cst.Call] = []
+    where: list[tuple] = []
+    stack: list[tuple] = [(root, ())]
+    while stack:
+        node, inside = stack.pop()
+        if type(node) is cst.Call:
+            found.append(node)
+            where.append(inside)
+        if type(node) is cst.IfExp:
+            stack.append((node.orelse, inside + ((node.test, False),)))
+            stack.append((node.body, inside + ((node.test, True),)))
+            stack.append((node.test, inside))
+            continue
+        children = expr_children(node)
+        if children:
+            stack.extend((c, inside) for c in reversed(children))
+    return found, where
 
 
 def collect_calls(root) -> list[cst.Call]:

@@ -97,6 +97,16 @@ class Index:
                     return found
         return []
 
+    def defining_module(self, module: str, name: str, _seen: frozenset[str] = frozenset()) -> str:
+        """The module whose own bindings hold `name` (following `from m import *`), else `module`."""
+        summary = self.module(module)
+        if summary is None or name in summary.bindings:
+            return module
+        for star in summary.star_imports:
+            if star not in _seen and self.global_bindings(star, name, _seen | {module}):
+                return self.defining_module(star, name, _seen | {module})
+        return module
+
     def function(self, module: str, qualname: str) -> FunctionSummary | None:
         summary = self.module(module)
         return summary.functions.get(qualname) if summary is not None else None

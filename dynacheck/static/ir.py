@@ -10,7 +10,7 @@ independent of libcst's classes. Shapes:
     ("l", params, body)              lambda
     ("d", values)                    dict literal (values only: dispatch tables)
     ("q", elems)                     list / tuple / set / comprehension element
-    ("if", a, b)                     conditional expression: either value
+    ("if", a, b, test)               conditional expression: a if test else b
     ("not", e) ("and", es) ("or", es) boolean tests (guards)
     ("cmp", left, ((op, right), ...)) comparison; op is libcst's operator class name (Equal, In, Is...)
     ("op", left, right, op)          binary operation; op is libcst's operator class name (Add, ...)

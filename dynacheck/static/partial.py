@@ -136,7 +136,31 @@ class PartialEvaluator:
                 text = f"{'' if taken else 'not '}{render_test(test)}"
                 kinds = sorted({o.kind for o in family})
                 conditions.append(Condition(text, scope.module.path, line, kinds[0]))
+            elif taken and self._builds_once(test, scope):
+                conditions.append(Condition(f"first build only: {render_test(test)} (nothing was built before "
+                                            "the compile)", scope.module.path, line, "first_call"))
+            elif taken and _registers_once(test):
+                conditions.append(Condition(f"first call only: {render_test(test)} (nothing registered it before "
+                                            "the compile)", scope.module.path, line, "first_call"))
         return True, tuple(conditions)
+
+    def _builds_once(self, test: Expr, scope: Scope) -> bool:
+        """`if not path.exists():` (directly or through a property that returns it): a file made the
+        first time; an eager warm-up before the compile has made it already."""
+        if not test or test[0] != "not":
+            return False
+        inner = test[1]
+        if _exists_probe(inner):
+            return True
+        if inner and inner[0] == "a":
+            base = self.const(inner[1], scope, 0)
+            for value in base.values or ():
+                if isinstance(value, Ref) and value.value.kind == "inst":
+                    for member in self.ev.member(value.value, inner[2], 1):
+                        fn = self.ev.index.function(member.module, member.name) if member.kind == "func" else None
+                        if fn is not None and fn.returns and all(_exists_probe(r) for r in fn.returns):
+                            return True
+        return False
 
     @staticmethod
     def _bool(result: Known) -> bool | None:
@@ -196,6 +220,11 @@ class PartialEvaluator:
         return unknown(*opens) if undecided else known(is_and, opens=tuple(opens))
 
     def _either(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        if len(expr) > 3:
+            test = self.const(expr[3], scope, depth)
+            decided = self._bool(test)
+            if decided is not None:
+                return self.const(expr[1] if decided else expr[2], scope, depth)
         return merge([self.const(expr[1], scope, depth), self.const(expr[2], scope, depth)])
 
     def _cmp(self, expr: Expr, scope: Scope, depth: int) -> Known:
@@ -350,6 +379,7 @@ class PartialEvaluator:
         bindings = self.ev.index.global_bindings(module, name)
         if not bindings:
             return self._of_values(self.ev.global_value(module, name, depth))
+        module = self.ev.index.defining_module(module, name)  # a star import: read it where it is bound
         summary = self.ev.index.module(module)
         scope = Scope(summary) if summary is not None else None
         parts: list[Known] = []
@@ -468,10 +498,21 @@ class PartialEvaluator:
                 found = self._instance_attr(ref, attr, depth)
                 if found.values is not None or found.opens:
                     return found
-            return self._of_values(self.ev.member(ref, attr, 1))
+            members = self.ev.member(ref, attr, 1)
+            if ref.kind == "inst" and members and all(self._is_property(v) for v in members):
+                # `self.is_aot` is the property's result, not a (truthy) method object
+                return merge([self.call_function(v, [], {}, depth, receiver=value) for v in members])
+            return self._of_values(members)
         if value is None:
             return NOTHING  # AttributeError on None: that value never gets here
         return unknown()
+
+    def _is_property(self, value: Value) -> bool:
+        if value.kind != "func":
+            return False
+        fn = self.ev.index.function(value.module, value.name)
+        return fn is not None and any((dotted(d) or "").rpartition(".")[2] in ("property", "cached_property")
+                                      for d in fn.decorators)
 
     def _instance_attr(self, inst: Value, attr: str, depth: int) -> Known:
         """`self.attr` as a value: every `self.attr = ...` in the class and its bases, evaluated in
@@ -754,6 +795,21 @@ class PartialEvaluator:
         if self.ev.index.function(member.module, qualname) is None:
             return unknown()
         return self.call_function(Value("func", member.module, qualname), [], {}, depth, receiver=member)
+
+
+def _exists_probe(expr: Expr) -> bool:
+    """`<path>.exists()` / `.is_file()` / `os.path.exists(...)`: a file-system probe."""
+    return bool(expr) and expr[0] == "c" and bool(expr[1]) and expr[1][0] == "a" and \
+        expr[1][2] in ("exists", "is_file", "isfile", "is_dir", "isdir")
+
+
+def _registers_once(test: Expr) -> bool:
+    """`if key not in self._registry:` / `... not in REGISTRY`: work done the first time only. A warm-up
+    before the compile (SGLang captures its decode CUDA graphs eagerly first) has done it already."""
+    if not test or test[0] != "cmp" or len(test[2]) != 1 or test[2][0][0] != "NotIn":
+        return False
+    container = test[2][0][1]
+    return bool(container) and container[0] in ("a", "n")
 
 
 def _compare(op: str, a: Any, b: Any) -> bool | None:

@@ -15,7 +15,7 @@ import libcst as cst
 from dynacheck.static import cst_nodes as cn
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 10  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 11  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -376,19 +376,20 @@ class _ModuleWalker:
                 for call in cn.collect_calls(root):
                     self.note_fake(self.expr(call))
             return
-        calls = cn.collect_calls(root)
+        calls, inside = cn.collect_calls_guarded(root)
         if not calls:
             return
         lines = cn.call_lines(node, calls) if node is not None else None
         line = getattr(node, "lineno", line)
         for i, call in enumerate(calls):
+            call_guards = guards + tuple((self.expr(t), taken, line) for t, taken in inside[i]) if inside[i] else guards
             func = self.expr(call.func)
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
             args = tuple(cn.arg_expr(a.value) for a in call.args if a.keyword is None and not a.star)
             kwargs = tuple((a.keyword.value, cn.arg_expr(a.value)) for a in call.args if a.keyword is not None)
-            scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop,
+            scope.function.calls.append(CallSite(call_line, func, positional, keywords, call_guards, loop,
                                                  args=args, kwargs=kwargs))
 
     def expr(self, node) -> Expr:

@@ -158,6 +158,7 @@ class Evaluator(ClassModel):
                 return [Value("ext", name=f"builtins.{name}")]
             return [UNKNOWN]
         out: list[Value] = []
+        module = self.index.defining_module(module, name)  # `from m import *`: the names live in m
         summary = self.index.module(module)
         for binding in bindings:
             conditions: tuple = ()
@@ -387,6 +388,10 @@ class Evaluator(ClassModel):
                       via=m.VIA_DISPATCH)]
 
     def _either(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
+        if len(expr) > 3:  # `a if test else b`: one side when the deployment decides the test
+            decided, _ = self.partial.truth(expr[3], scope)
+            if decided is not None:
+                return self.eval(expr[1] if decided else expr[2], scope, depth + 1)
         return self.eval(expr[1], scope, depth + 1) + self.eval(expr[2], scope, depth + 1)
 
     def _iterated(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:

@@ -1,0 +1,73 @@
+"""Partial evaluation over deployment facts, on a small tree written the way SGLang and FlashInfer
+write their platform probes, factories and JIT builds (no wheels needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.errors import UserError
+from dynacheck.static.scan import scan_roots
+
+ROOT = Path(__file__).parent / "fixtures" / "deploy"
+ENTRY = "depfx.model:Model.forward"
+FACTS = ROOT / "depfx.toml"
+
+
+def _scan(scan_cache, **deployment):
+    spec = DeploymentSpec(framework=FACTS, **deployment) if deployment else None
+    return scan_roots([ROOT], [ENTRY], cache_dir=scan_cache, deployment=spec)
+
+
+def _sites(result, unconditional=True):
+    return {(f.site.function.rpartition(".")[2], f.site.callee) for f in result.findings
+            if not unconditional or not f.conditions}
+
+
+def test_gpu_decides_the_import_time_binding(scan_cache):
+    sm120 = _sites(_scan(scan_cache, gpu="sm120", platform="cuda"))
+    sm90 = _sites(_scan(scan_cache, gpu="sm90", platform="cuda"))
+    assert ("sm120_quantize", "subprocess.check_output") in sm120
+    assert ("sm120_quantize", "subprocess.check_output") not in sm90
+
+
+def test_server_args_and_enum_backends_are_evaluated(scan_cache):
+    default = _scan(scan_cache, gpu="sm120")
+    assert ("forward", "subprocess.check_output") not in _sites(default, unconditional=False)  # Backend.NONE
+    assert ("forward", "builtins.print") not in _sites(default)
+    fast = _scan(scan_cache, gpu="sm120", server_args="--enable-fast-path")
+    assert ("forward", "builtins.print") in _sites(fast)
+    assert fast.deployment["server_args"] == "--enable-fast-path"
+
+
+def test_env_is_unset_unless_given(scan_cache):
+    debug_line = lambda r: [f for f in r.findings if f.site.code.startswith('print("debug")')]  # noqa: E731
+    assert not debug_line(_scan(scan_cache, gpu="sm120"))
+    assert debug_line(_scan(scan_cache, gpu="sm120", env={"DEPFX_DEBUG": "1"}))
+
+
+def test_first_call_work_and_constant_arguments(scan_cache):
+    result = _scan(scan_cache, gpu="sm120")
+    clock = [f for f in result.findings if f.site.callee == "time.time"]
+    assert clock and all(c.kind == "first_call" for f in clock for c in f.conditions) and clock[0].conditions
+    # build(need_lock=False): the lock in `open(...) if need_lock else None` is never taken
+    assert not [f for f in result.findings if f.site.callee == "builtins.open"]
+    # the property is evaluated (not a truthy method object): the ninja run after `if self.is_prebuilt: return`
+    assert [f for f in result.findings if f.site.callee == "subprocess.run" and not f.conditions]
+
+
+def test_without_a_deployment_nothing_is_pruned(scan_cache):
+    result = _scan(scan_cache)
+    assert result.deployment == {}
+    callees = {f.site.callee for f in result.findings}
+    assert {"subprocess.check_output", "builtins.print", "time.time"} <= callees
+    flagged = [f for f in result.findings if f.site.function.endswith("forward") and f.conditions]
+    assert all(c.kind in ("env", "flag", "platform", "runtime", "first_call", "except") for f in flagged
+               for c in f.conditions)
+
+
+def test_unknown_server_flag_is_one_sentence(scan_cache):
+    with pytest.raises(UserError, match="no flag --enable-fast-pth"):
+        _scan(scan_cache, gpu="sm120", server_args="--enable-fast-pth")
