@@ -91,8 +91,9 @@ def _header(console: Console, scan: ScanResult) -> None:
 def _trace_header(console: Console, trace: TraceResult) -> None:
     command = " ".join(trace.command)
     processes = len(trace.processes)
+    ended = "no exit code: dynacheck trace was stopped" if trace.exit_code < 0 else f"exit {trace.exit_code}"
     console.print(f"[bold]trace  [/] {escape(command)}  [dim]({processes} process{'' if processes == 1 else 'es'}, "
-                  f"{len(trace.events)} event{'' if len(trace.events) == 1 else 's'}, exit {trace.exit_code})[/]")
+                  f"{len(trace.events)} event{'' if len(trace.events) == 1 else 's'}, {ended})[/]")
 
 
 def _site(console: Console, group: view.SiteGroup, matches: dict, verbose: bool) -> None:
