@@ -176,6 +176,8 @@ def _too_big(wheel: Path, what: str) -> UserError:
 
 def _one_line(exc: BaseException) -> str:
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if "encrypted" in text:
+        return "the member is encrypted"
     return text if len(text) <= 200 else text[:197] + "..."
 
 
