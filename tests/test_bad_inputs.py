@@ -308,3 +308,24 @@ def test_a_bad_baseline_is_one_sentence_and_exit_2(tmp_path, content):
     _clean(done)
     assert done.returncode == 2
     _one_sentence_naming(done, "base.json")
+
+
+# ----- smaller items: namespace depth, skipped entry modules ---------------------------------------------
+
+
+def test_a_namespace_package_two_levels_deep_is_a_target(tmp_path):
+    pkg = tmp_path / "src" / "ns1" / "ns2"
+    pkg.mkdir(parents=True)
+    (pkg / "mod.py").write_text("import subprocess\n\n\nclass M:\n    def forward(self, x):\n"
+                                "        subprocess.run(['a'])\n")
+    done, data = _scan(tmp_path, tmp_path / "src", "ns1.ns2.mod:M.forward")
+    assert done.returncode == 1 and [f["site"]["function"] for f in data["findings"]] == ["ns1.ns2.mod.M.forward"]
+
+
+def test_a_too_large_entry_module_says_why_it_was_skipped(tmp_path):
+    root = corpus.write_package(tmp_path / "src")
+    (root / "goodpkg" / "big.py").write_text("# filler\n" * 600_000)
+    done, _ = _scan(tmp_path, root, "goodpkg.big:f")
+    assert done.returncode == 2
+    _one_sentence_naming(done, "goodpkg/big.py")
+    assert "limit" in done.stderr and "not in the scanned targets" not in done.stderr

@@ -62,7 +62,7 @@ class Index:
         try:
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
-                self.problems.append(Problem("too_large", str(path), f"{size // 1_000_000} MB: skipped"))
+                self.problems.append(Problem("too_large", str(path), f"{size // 1_000_000} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: skipped"))
                 return None
             data = path.read_bytes()
         except OSError as exc:
