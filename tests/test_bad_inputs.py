@@ -329,3 +329,46 @@ def test_a_too_large_entry_module_says_why_it_was_skipped(tmp_path):
     assert done.returncode == 2
     _one_sentence_naming(done, "goodpkg/big.py")
     assert "limit" in done.stderr and "not in the scanned targets" not in done.stderr
+
+
+def test_a_malformed_trace_record_is_named_on_stderr(tmp_path):
+    _events(tmp_path / "trace", [json.dumps(GOOD_EVENT), json.dumps({**GOOD_EVENT, "gb_id": 7})])
+    done = corpus.run_cli("report", "--trace", str(tmp_path / "trace"), "--format", "json", timeout=60)
+    _clean(done)
+    assert "events-1.jsonl: left out 1 malformed event record" in done.stderr
+
+
+def test_a_trace_whose_recorder_was_stopped_does_not_read_as_exit_0(tmp_path):
+    _events(tmp_path / "trace", [json.dumps(GOOD_EVENT)])
+    (tmp_path / "trace" / "trace.json").write_text(json.dumps({"command": ["python", "serve.py"], "exit_code": None}))
+    done = corpus.run_cli("report", "--trace", str(tmp_path / "trace"), timeout=60)
+    _clean(done)
+    text = " ".join(done.stdout.split())  # the console wraps long lines
+    assert "no exit code: dynacheck trace was stopped" in text and "exit 0" not in text
+
+
+@pytest.mark.slow
+def test_stopping_dynacheck_trace_stops_the_traced_command(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    child_pid = tmp_path / "child.pid"
+    script = f"import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    environ = {**os.environ, "PYTHONPATH": str(corpus.REPO)}
+    trace = subprocess.Popen([sys.executable, "-m", "dynacheck", "trace", "--out", str(tmp_path / "t"), "--",
+                              sys.executable, "-c", script], env=environ, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not child_pid.is_file() and time.time() < deadline:
+        time.sleep(0.2)
+    assert child_pid.is_file()
+    trace.send_signal(signal.SIGTERM)
+    _, err = trace.communicate(timeout=60)
+    assert "Traceback" not in err
+    pid = int(child_pid.read_text())
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    run = json.loads((tmp_path / "t" / "trace.json").read_text())
+    assert run["exit_code"] == 128 + signal.SIGTERM

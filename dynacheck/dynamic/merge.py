@@ -87,6 +87,7 @@ def load_process(path: Path) -> tuple[ProcessInfo | None, list[Event], str]:
     repeats: dict[tuple, int] = {}
     ended = ""
     torch_version = ""
+    malformed = 0
     for record in _records(path):
         kind = record.get("record")
         if kind == "process":
@@ -100,10 +101,15 @@ def load_process(path: Path) -> tuple[ProcessInfo | None, list[Event], str]:
             event = event_from(record)
             if event is not None:
                 repeats[_dedupe_key(event)] = event.count
+            malformed += event is None
         elif kind is None and "kind" in record:
             event = event_from(record)
             if event is not None:
                 events.append(event)
+            malformed += event is None
+    if malformed:
+        sys.stderr.write(f"dynacheck: {path.name}: left out {malformed} malformed event record(s); "
+                         "the others are used\n")
     if repeats:
         events = [replace(e, count=repeats.get(_dedupe_key(e), e.count)) for e in events]
     if not header and not events:
