@@ -51,7 +51,6 @@ SOURCE_CASES = {
     "attribute chain 8,000 deep": (corpus.deep("attr", 8000), "too_deep"),
     "call chain 8,000 deep": (corpus.deep("call", 8000), "too_deep"),
     "plus chain 20,000 long": (corpus.deep("plus", 20000), "too_deep"),
-    "attribute chain 2,500 deep": (corpus.deep("attr", 2500), "too_deep"),
     "brackets 1,000 deep": (corpus.deep("list", 1000), "syntax_error"),
     "a 1.4 MB line": (b"def f(x):\n    return x\ny = [" + b"1," * 700_000 + b"]\n", "too_large"),
     "not UTF-8": (b"# \xe9\xff\ndef f(x):\n    return x\n", None),
@@ -74,12 +73,23 @@ def test_a_bad_source_file_is_one_problem_and_the_good_findings_stay(tmp_path, c
         assert "\n" not in problems[0]["message"] and problems[0]["message"]
 
 
-def test_a_600_call_chain_is_valid_python_and_is_summarized(tmp_path):
-    source = corpus.deep("call", 600) + GOOD_BAD_PY.replace(b"def f(", b"def g(")
+@pytest.mark.parametrize("kind, depth", [("call", 600), ("attr", 2400)])
+def test_deep_but_valid_python_is_summarized(tmp_path, kind, depth):
+    source = corpus.deep(kind, depth) + GOOD_BAD_PY.replace(b"def f(", b"def g(")
     root = corpus.write_package(tmp_path / "src", source)
     _, data = _scan(tmp_path, root)
     assert len(corpus.good_sites(data["findings"])) == corpus.GOOD_MODULES
     assert [p for p in data["problems"] if p["file"].endswith("bad.py")] == []
+
+
+def test_where_the_parser_guard_is_not_measured_the_depth_is_walked(monkeypatch):
+    from dynacheck.static import summary
+
+    monkeypatch.setattr(summary, "_AST_GUARD_MEASURED", False)
+    monkeypatch.setattr(summary, "MAX_NESTING", 300)
+    deep = summary.summarize(corpus.deep("attr", 400).decode(), "m", "m.py", False)
+    assert deep.error.startswith("NestingError") and "300" in deep.error
+    assert summary.summarize(corpus.deep("attr", 200).decode(), "m", "m.py", False).error == ""
 
 
 def test_a_byte_order_mark_is_not_a_syntax_error(tmp_path):
