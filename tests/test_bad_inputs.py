@@ -73,7 +73,7 @@ def test_a_bad_source_file_is_one_problem_and_the_good_findings_stay(tmp_path, c
         assert "\n" not in problems[0]["message"] and problems[0]["message"]
 
 
-@pytest.mark.parametrize("kind, depth", [("call", 600), ("attr", 2400)])
+@pytest.mark.parametrize("kind, depth", [("call", 600), pytest.param("attr", 2400, marks=pytest.mark.slow)])
 def test_deep_but_valid_python_is_summarized(tmp_path, kind, depth):
     source = corpus.deep(kind, depth) + GOOD_BAD_PY.replace(b"def f(", b"def g(")
     root = corpus.write_package(tmp_path / "src", source)
