@@ -7,6 +7,7 @@ Each subcommand lives in the room that owns it and is imported only when used, s
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -57,6 +58,9 @@ def cli() -> None:
     """Find where PyTorch Dynamo will break in your serving stack, why, and how to fix it."""
 
 
+DEBUG_ENV = "DYNACHECK_DEBUG"  # set: an internal error shows its traceback
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; user errors print one sentence and exit 2, never a traceback."""
     try:
@@ -73,4 +77,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("dynacheck: interrupted", err=True)
         sys.exit(130)
+    except (Exception, RecursionError, MemoryError) as exc:  # noqa: BLE001 - the last line of defence
+        if os.environ.get(DEBUG_ENV):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        click.secho(f"dynacheck: internal error: {type(exc).__name__}: {first}. This is a dynacheck bug: "
+                    f"run again with {DEBUG_ENV}=1 and report the traceback.", fg="red", err=True)
+        sys.exit(3)
     sys.exit(rv if isinstance(rv, int) else 0)

@@ -180,7 +180,7 @@ class Target(_Record):
 class Problem(_Record):
     """Input that was skipped, said once in the report instead of a traceback."""
 
-    kind: str  # syntax_error | too_large | unreadable | unresolved_entry | cycle
+    kind: str  # syntax_error | too_deep | too_large | unreadable | unresolved_entry | cycle
     file: str
     message: str
 

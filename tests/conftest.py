@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PINNED = ("sglang==0.5.9", "flashinfer-python==0.6.3")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_state(tmp_path_factory) -> Path:
+    """The signing key of the cache lives in a session folder, never in the user's home."""
+    folder = tmp_path_factory.mktemp("dynacheck-state")
+    folder.chmod(0o700)
+    previous = os.environ.get("DYNACHECK_STATE")
+    os.environ["DYNACHECK_STATE"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("DYNACHECK_STATE", None)
+    else:
+        os.environ["DYNACHECK_STATE"] = previous
 
 
 @pytest.fixture(scope="session")

@@ -130,7 +130,7 @@ def test_scan_findings_are_matched_to_the_observed_break(tmp_path):
                                   site=Site(file="flashinfer/jit/cpp_ext.py", line=69,
                                             function="flashinfer.jit.cpp_ext.get_cuda_version", callee="x"))
     other = dataclasses.replace(finding, fingerprint="fp2", site=Site(file="a.py", line=1, function="a.f", callee="y"),
-                                chain=())
+                                chain=finding.chain[:1])  # schema: chains are non-empty
     scan = tmp_path / "scan.json"
     scan.write_text(json.dumps(ScanResult(targets=(), entries=(), findings=(finding, other)).to_dict()))
     event = Event(kind="fullgraph_error", pid=1, gb_id="GB0007", user_stack=(

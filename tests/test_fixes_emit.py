@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -176,8 +177,9 @@ def test_fix_command_writes_the_module(tmp_path):
 def test_fix_command_reads_a_scan_file(tmp_path):
     from dynacheck.cli import main
 
+    real = flagship_findings()[0]  # a schema-valid finding (scan files are schema-checked)
     scan = ScanResult(targets=(), entries=(), findings=(
-        _finding(Fix(kind="hoist", at="dc_lib.version", summary="")),))
+        dataclasses.replace(real, fixes=(Fix(kind="hoist", at="dc_lib.version", summary=""),)),))
     path = tmp_path / "scan.json"
     path.write_text(json.dumps(scan.to_dict()))
     target = tmp_path / "p.py"

@@ -105,14 +105,26 @@ def test_diff_scans_labels_and_outcome_change() -> None:
 
 @pytest.mark.parametrize(
     ("content", "expected"),
-    [("{not json", "not readable JSON"), ('{"schema_version": "99", "findings": []}', "schema version"),
-     ('{"schema_version": "1", "findings": [{"rule": "DC001"}]}', "malformed")],
+    [("{not json", "not valid JSON"), ('{"schema_version": "99", "findings": []}', "schema version"),
+     ('{"schema_version": "1", "findings": {"rule": "DC001"}}', "malformed findings"),
+     ('{"schema_version": "1", "findings": [], "targets": 5}', "malformed targets"),
+     ('{"schema_version": "1", "findings": [], "entries": [1]}', "malformed entries"),
+     ('{"schema_version": "1", "findings": ' + "[" * 100_000 + "]" * 100_000 + "}", "too deeply")],
 )
 def test_bad_baseline_files_are_user_errors(tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "b.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(UserError, match=expected):
         read_baseline(path)
+
+
+def test_a_malformed_record_is_left_out_and_named_the_rest_kept(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    path.write_text('{"schema_version": "1", "findings": [{"rule": "DC001"}, {"fingerprint": "ok1"},'
+                    ' {"fingerprint": "x", "chain": 5}, {"fingerprint": 7}, {"fingerprint": "ok2", "gb_id": "GB0007"}]}')
+    baseline = read_baseline(path)
+    assert [f["fingerprint"] for f in baseline.findings] == ["ok1", "ok2"]
+    assert len(baseline.skipped) == 3 and "finding 0 left out (no fingerprint string)" in baseline.skipped[0]
 
 
 def test_missing_baseline_says_how_to_create_it(tmp_path: Path) -> None:

@@ -57,7 +57,13 @@ def test_html_default_path_and_out(scan_file, tmp_path, monkeypatch, capsys):
     assert "wrote reports/dynacheck-report.html" in capsys.readouterr().err
     out = tmp_path / "deep" / "r.html"
     assert run(["report", "--scan", str(scan_file), "--format", "html", "--out", str(out)]) == 0
-    # sources are read at render time from the roots recorded in the scan
+    # a scan file does not choose where excerpts come from: its recorded roots lie outside the
+    # current folder and the cache, so only the stored code lines appear ...
+    assert "class MergedColumnParallelLinear(LinearBase):" not in out.read_text()
+    assert "output = self.quant_method.apply(self, x, bias)" in out.read_text()
+    # ... until the user names the folder: then sources are read at render time from it
+    assert run(["report", "--scan", str(scan_file), "--format", "html", "--out", str(out),
+                "--source-root", str(samples.TREE)]) == 0
     assert "class MergedColumnParallelLinear(LinearBase):" in out.read_text()
 
 

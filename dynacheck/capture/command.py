@@ -151,14 +151,14 @@ def _parse_sizes(text: str) -> tuple[int, ...]:
 
 
 def load_scan(scan_file: str) -> Any:
-    """The ScanResult in a `dynacheck scan --format json` file; bad input is a one-sentence UserError."""
-    from dynacheck.model import ScanResult
+    """The ScanResult in a `dynacheck scan --format json` file (or a saved review), read like `report --scan`:
+    plain file, size and depth limits, schema check; bad input is a one-sentence UserError."""
+    from dynacheck.report.command import load_review
 
-    try:
-        return ScanResult.from_dict(json.loads(Path(scan_file).read_text()))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(f"{scan_file} is not a dynacheck scan JSON file ({type(exc).__name__}).",
-                        "Write one with `dynacheck scan --format json`.") from None
+    review = load_review(Path(scan_file), None)
+    if review.scan is None:
+        raise UserError(f"{scan_file} holds no scan.", "Write one with `dynacheck scan --format json`.")
+    return review.scan
 
 
 def _emit_fix(out: Path, scan_file: str | None) -> dict[str, Any]:

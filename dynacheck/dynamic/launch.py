@@ -50,20 +50,52 @@ def run_traced(command: list[str], out_dir: Path, collect_all: bool = False) -> 
         raise UserError("No command to trace.", "Usage: dynacheck trace [--out DIR] -- CMD ARGS...")
     prepare_out(out_dir)
     started = time.time()
+    # Until the command ends the record says "no exit code": a killed `dynacheck trace` never leaves
+    # a trace that reads as a clean exit.
+    _write_run(out_dir, {"command": command, "exit_code": None, "started": started, "collect_all": collect_all})
     try:
-        proc = subprocess.Popen(command, env=trace_env(out_dir, collect_all))
+        proc = subprocess.Popen(command, env=trace_env(out_dir, collect_all), preexec_fn=_die_with_parent)
     except FileNotFoundError as exc:
         raise UserError(f"Command not found: {command[0]}.", "Check the command after `--`.") from exc
     except PermissionError as exc:
         raise UserError(f"Command not executable: {command[0]}.", "Check its permissions.") from exc
+    previous = {sig: signal.signal(sig, _forward_to(proc)) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait()
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if code < 0:
         code = 128 - code
     record = {"command": command, "exit_code": code, "started": started, "seconds": time.time() - started,
               "collect_all": collect_all}
-    (out_dir / RUN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    _write_run(out_dir, record)
     return code
+
+
+def _write_run(out_dir: Path, record: dict) -> None:
+    (out_dir / RUN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+
+
+def _forward_to(proc: subprocess.Popen):
+    """A signal handler that passes SIGTERM/SIGHUP on to the traced command; we then wait for its exit."""
+    def forward(signum, _frame) -> None:
+        try:
+            proc.send_signal(signum)
+        except OSError:
+            pass
+    return forward
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, get SIGTERM when `dynacheck trace` dies (even by SIGKILL)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

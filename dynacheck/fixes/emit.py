@@ -9,6 +9,7 @@ fp4_quantize`, `flashinfer.fp4_quantization.fp4_quantize`, SGLang's `modelopt_qu
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from dynacheck.fixes.known_fakes import KNOWN_FAKES
@@ -114,7 +115,7 @@ def _fix_{n}():
     _rebind(original, wrapper, "custom_op {op_name}", owner, attr)
 
 
-_apply(_fix_{n}, "custom_op at {at}")
+_apply(_fix_{n}, {label!r})
 '''
 
 _SKELETON = '''
@@ -129,7 +130,7 @@ ENABLE_FIX_{n} = False
 
 def _fix_{n}():
     if not ENABLE_FIX_{n}:
-        APPLIED.append("skeleton, disabled until filled in: {at}")
+        APPLIED.append({skeleton_note!r})
         return
     loaded = _load({at!r})
     if loaded is None:
@@ -142,14 +143,12 @@ def _fix_{n}():
 
     @op.register_fake
     def _fake(x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError(
-            "dynacheck: write the fake for {at}: return empty tensors shaped as eager's outputs"
-        )
+        raise NotImplementedError({fake_note!r})
 
     _rebind(original, op, "custom_op {op_name}", owner, attr)
 
 
-_apply(_fix_{n}, "custom_op at {at}")
+_apply(_fix_{n}, {label!r})
 '''
 
 _ASSUME_CONSTANT = '''
@@ -161,10 +160,10 @@ def _fix_{n}():
     if loaded is None:
         return
     torch._dynamo.assume_constant_result(loaded[2])
-    APPLIED.append("assume_constant_result: {at}")
+    APPLIED.append({done_note!r})
 
 
-_apply(_fix_{n}, "assume_constant_result at {at}")
+_apply(_fix_{n}, {label!r})
 '''
 
 _HOIST = '''
@@ -177,7 +176,7 @@ def _fix_{n}():
         return
     owner, attr, original = loaded
     if isinstance(owner, type) or _takes_arguments(original):
-        APPLIED.append("manual (takes arguments: compute it at model load yourself): hoist {at}")
+        APPLIED.append({manual_note!r})
         return
     value = original()
 
@@ -188,16 +187,31 @@ def _fix_{n}():
     _rebind(original, hoisted, "hoist", owner, attr)
 
 
-_apply(_fix_{n}, "hoist at {at}")
+_apply(_fix_{n}, {label!r})
 '''
 
 
+# A place a fix may name: a dotted Python name (nested functions as `<locals>`). Scan files are
+# input, so anything else (quotes, newlines, code) is dropped before it can reach generated source.
+_PLACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.(<locals>|[A-Za-z_][A-Za-z0-9_]*))*")
+_WORD = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+def valid_place(at: object) -> bool:
+    """True when `at` is a dotted Python name that generated code may mention."""
+    return isinstance(at, str) and len(at) <= 400 and _PLACE.fullmatch(at) is not None
+
+
 def first_sound_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
-    """Each finding's first sound fix (the scan orders fixes best first), one per (kind, place)."""
+    """Each finding's first sound fix (the scan orders fixes best first), one per (kind, place).
+
+    Fixes whose place is not a dotted Python name are left out: they cannot be applied, and the
+    text of a scan file must never become code.
+    """
     chosen: dict[tuple[str, str], tuple[Fix, Finding]] = {}
     for finding in findings:
         fix = next((f for f in finding.fixes if f.sound), None)
-        if fix is not None:
+        if fix is not None and valid_place(fix.at):
             chosen.setdefault((fix.kind, _canonical(fix.at)), (fix, finding))
     return list(chosen.values())
 
@@ -219,28 +233,45 @@ def emit_patch(findings: Sequence[Finding]) -> str:
     manual = manual_fixes(findings)
     if manual:
         listing += "\nTo do by hand (not applied here):\n" + "\n".join(
-            f"  - {fix.kind} at {fix.at}: {' '.join(fix.summary.split())[:160]}" for fix, _ in manual)
-    listing = listing.replace("\\", "/").replace('"""', "'''")  # stays inside the docstring
-    parts = [_HEADER.format(listing=listing)]
+            f"  - {_word(fix.kind)} at {fix.at}: {' '.join(fix.summary.split())[:160]}" for fix, _ in manual)
+    parts = [_HEADER.format(listing=_docstring_safe(listing))]
     for n, (fix, finding) in enumerate(pairs, 1):
         at = _canonical(fix.at)
-        why = f"{finding.rule} {finding.outcome.gb_id or finding.outcome.kind}".strip()
+        why = _word(f"{finding.rule} {finding.outcome.gb_id or finding.outcome.kind}".strip())
         if fix.kind == "custom_op":
             known = KNOWN_FAKES.get(fix.at) or KNOWN_FAKES.get(_canonical(fix.at))
             if known is None:
-                op_name = "dynacheck::" + "_".join(fix.at.split(".")[-2:])
-                parts.append(_SKELETON.format(n=n, at=at, why=why, op_name=op_name))
+                op_name = "dynacheck::" + _word("_".join(fix.at.split(".")[-2:])).replace(".", "_")
+                parts.append(_SKELETON.format(
+                    n=n, at=at, why=why, op_name=op_name, label=f"custom_op at {at}",
+                    skeleton_note=f"skeleton, disabled until filled in: {at}",
+                    fake_note=f"dynacheck: write the fake for {at}: return empty tensors shaped as eager's outputs"))
             else:
+                at = f"{known.module}.{known.attr}"
                 parts.append(_CUSTOM_OP.format(
-                    n=n, at=f"{known.module}.{known.attr}", why=why, source=known.source,
+                    n=n, at=at, why=why, source=known.source, label=f"custom_op at {at}",
                     op_name=known.op_name, params=known.params, returns=known.returns,
                     call_args=known.call_args, fake_body=_indent(known.fake_body, 4),
                 ))
         elif fix.kind == "assume_constant_result":
-            parts.append(_ASSUME_CONSTANT.format(n=n, at=at, why=why))
+            parts.append(_ASSUME_CONSTANT.format(n=n, at=at, why=why, label=f"assume_constant_result at {at}",
+                                                 done_note=f"assume_constant_result: {at}"))
         else:
-            parts.append(_HOIST.format(n=n, at=at, why=why))
+            parts.append(_HOIST.format(
+                n=n, at=at, why=why, label=f"hoist at {at}",
+                manual_note=f"manual (takes arguments: compute it at model load yourself): hoist {at}"))
     return "".join(parts)
+
+
+def _word(text: str) -> str:
+    """Free text from a scan file reduced to what a generated comment may hold (no newlines, no quotes)."""
+    return _WORD.sub(" ", text).strip()[:120]
+
+
+def _docstring_safe(text: str) -> str:
+    """Listing text that cannot end the module docstring or escape from it."""
+    text = text.replace("\\", "/").replace('"', "'")
+    return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
 
 
 _ALIASES = {"flashinfer.fp4_quantize": "flashinfer.fp4_quantization.fp4_quantize"}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.errors import UserError
+from dynacheck.readers import load_json_file
 from dynacheck.gate.fingerprint import assign_fingerprints, fingerprint as compute_fingerprint
 from dynacheck.gate.suppress import SUPPRESSED
 from dynacheck.model import Diff, Finding, Hop, Outcome, ScanResult, Site
@@ -28,6 +29,7 @@ class Baseline:
     entries: tuple[str, ...]
     findings: tuple[dict[str, Any], ...]
     source: str = ""  # the file it was read from
+    skipped: tuple[str, ...] = ()  # one sentence per malformed record left out when reading
 
 
 def with_fingerprints(result: ScanResult) -> ScanResult:
@@ -90,30 +92,58 @@ def write_baseline(baseline: Baseline, path: Path) -> bool:
 
 
 def read_baseline(path: Path) -> Baseline:
-    if not path.is_file():
+    """The baseline at `path`: a plain, size- and depth-limited JSON file; a malformed finding record
+    is left out and named in `skipped` (it then counts as new, the safe direction), a malformed file
+    is one UserError sentence."""
+    if not path.exists():
         raise UserError(
             f"Baseline {path} does not exist.",
             "Run `dynacheck gate --update-baseline` once to record the current findings, and commit the file.",
         )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"Baseline {path} is not readable JSON: {exc}.", "Regenerate it with --update-baseline.") from None
+    data = load_json_file(path, "baseline", "Regenerate it with --update-baseline.")
     if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA_VERSION:
+        found = data.get("schema_version") if isinstance(data, dict) else None
         raise UserError(
-            f"Baseline {path} has schema version {data.get('schema_version') if isinstance(data, dict) else None!r};"
-            f" this dynacheck reads {BASELINE_SCHEMA_VERSION!r}.",
+            f"Baseline {path} has schema version {str(found)[:40]!r}; this dynacheck reads {BASELINE_SCHEMA_VERSION!r}.",
             "Regenerate it with --update-baseline.",
         )
-    findings = data.get("findings", [])
-    if not isinstance(findings, list) or not all(isinstance(f, dict) and f.get("fingerprint") for f in findings):
+    findings, targets, entries = data.get("findings", []), data.get("targets", []), data.get("entries", [])
+    if not isinstance(findings, list):
         raise UserError(f"Baseline {path} has a malformed findings list.", "Regenerate it with --update-baseline.")
-    return Baseline(
-        targets=tuple(data.get("targets", ())),
-        entries=tuple(data.get("entries", ())),
-        findings=tuple(findings),
-        source=str(path),
-    )
+    if not isinstance(targets, list) or not all(
+            isinstance(t, dict) and all(isinstance(v, str) for v in t.values()) for t in targets):
+        raise UserError(f"Baseline {path} has a malformed targets list.", "Regenerate it with --update-baseline.")
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise UserError(f"Baseline {path} has a malformed entries list.", "Regenerate it with --update-baseline.")
+    kept, skipped = [], []
+    for number, record in enumerate(findings):
+        problem = _record_problem(record)
+        if problem:
+            skipped.append(f"Baseline {path}: finding {number} left out ({problem}).")
+        else:
+            kept.append(record)
+    return Baseline(targets=tuple(targets), entries=tuple(entries), findings=tuple(kept), source=str(path),
+                    skipped=tuple(skipped))
+
+
+_TEXT_FIELDS = ("rule", "title", "severity", "function", "callee", "outcome", "gb_id")
+
+
+def _record_problem(record: Any) -> str:
+    """What is wrong with one baseline finding record ('' when nothing)."""
+    if not isinstance(record, dict):
+        return "not an object"
+    if not isinstance(record.get("fingerprint"), str) or not record["fingerprint"]:
+        return "no fingerprint string"
+    wrong = [k for k in _TEXT_FIELDS if k in record and not isinstance(record[k], str)]
+    if wrong:
+        return f"{wrong[0]} is not a string"
+    chain = record.get("chain", [])
+    if not isinstance(chain, list) or not all(isinstance(c, str) for c in chain):
+        return "chain is not a list of strings"
+    if not isinstance(record.get("fatal_under_fullgraph", False), bool):
+        return "fatal_under_fullgraph is not true or false"
+    return ""
 
 
 def finding_from_record(record: dict[str, Any]) -> Finding:

@@ -18,6 +18,7 @@ else:  # pragma: no cover - python 3.10
     import tomli as tomllib
 
 from dynacheck.errors import UserError
+from dynacheck.readers import read_input_text
 from dynacheck.model import SEVERITIES
 
 DEFAULT_BASELINE = "dynacheck-baseline.json"
@@ -153,13 +154,18 @@ def check_rule_id(rule: str, where: str) -> None:
 
 
 def _read_table(path: Path) -> dict[str, Any] | None:
+    text = read_input_text(path, "config", limit=16 * 1024 * 1024)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"Cannot read config file {path}: {exc}.") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"Config file {path} is not valid TOML: {exc}.") from None
-    table = data.get("tool", {}).get("dynacheck")
+    except RecursionError:
+        raise UserError(f"Config file {path} nests TOML too deeply.") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UserError(f"[tool] in {path} must be a table, not {type(tool).__name__}.",
+                        "Write `[tool.dynacheck]` as a table header.")
+    table = tool.get("dynacheck")
     if table is not None and not isinstance(table, dict):
         raise UserError(f"[tool.dynacheck] in {path} must be a table.")
     return table

@@ -6,6 +6,7 @@ Kept apart from the click command so tests and other rooms can call it and read 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,6 +83,8 @@ def gate(config: GateConfig, *, update_baseline: bool = False, offline: bool = F
     check_scan_inputs(config.targets, config.entries, config.preset)
     if not update_baseline:
         baseline = read_baseline(baseline_path)  # fail fast, before a long scan
+        for sentence in baseline.skipped:
+            sys.stderr.write(f"dynacheck: {sentence}\n")
     result = prepare(run_scan(config.target_specs_for_scan(), config.entries, config.preset, offline=offline,
                               progress=progress), config.ignore)
     if update_baseline:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,12 @@ import click
 from rich.console import Console
 
 from dynacheck.errors import UserError
+from dynacheck.readers import load_json_file
 from dynacheck.model import SCHEMA_VERSION, Diff, Review, ScanResult, TraceResult
 from dynacheck.report import FORMATS, render, write
 
 DEFAULT_HTML = Path("reports/dynacheck-report.html")
-READ_ERRORS = (TypeError, KeyError, ValueError, AttributeError, IndexError)
+READ_ERRORS = (TypeError, KeyError, ValueError, AttributeError, IndexError, RecursionError)
 
 
 @click.command("report")
@@ -37,8 +37,12 @@ READ_ERRORS = (TypeError, KeyError, ValueError, AttributeError, IndexError)
               help="pyproject.toml with [tool.dynacheck] (default: the nearest one): its ignores and inline "
                    "suppressions mark the scan's findings as the scan and the gate do.")
 @click.option("-v", "--verbose", is_flag=True, help="Terminal: show every chain and problem.")
+@click.option("--source-root", "source_roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="HTML: a folder that source excerpts may also be read from (a scanned folder outside the "
+                   "current one); repeatable.")
 def report(scan_path: Path | None, trace_dir: Path | None, diff_path: Path | None, fmt: str,
-           out: Path | None, config_file: Path | None, verbose: bool) -> int:
+           out: Path | None, config_file: Path | None, verbose: bool,
+           source_roots: tuple[Path, ...] = ()) -> int:
     """Render a scan, a trace and/or a diff as terminal text, JSON, SARIF, HTML, Markdown or GitHub annotations."""
     if not (scan_path or trace_dir or diff_path):
         raise UserError("Nothing to report.", "Give --scan FILE, --trace DIR and/or --diff FILE.")
@@ -56,8 +60,10 @@ def report(scan_path: Path | None, trace_dir: Path | None, diff_path: Path | Non
         return 0
     if fmt == "html":
         from dynacheck.report.html import render_html
+        from dynacheck.report.source import local_roots
 
-        path = write(render_html(review, diff=diff), out or DEFAULT_HTML)
+        roots = local_roots(review.scan if review is not None else None, source_roots)
+        path = write(render_html(review, diff=diff, source_roots=roots), out or DEFAULT_HTML)
         click.echo(f"dynacheck: wrote {path}", err=True)
         return 0
     text = render(diff if diff is not None else review, fmt)  # type: ignore[arg-type]
@@ -112,18 +118,8 @@ def load_diff(path: Path) -> Diff:
 
 
 def load_json(path: Path, what: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise UserError(f"The {what} file {path} does not exist.", "Check the path.") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"Cannot read the {what} file {path}: {getattr(exc, 'strerror', None) or exc}.",
-                        "Check the path and its permissions.") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"The {what} file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}).",
-                        f"Write it with `dynacheck {what} --format json`.") from exc
+    """A JSON input file: plain file, size- and depth-limited, every failure one sentence."""
+    return load_json_file(path, what, f"Write it with `dynacheck {what} --format json`.")
 
 
 def _review_from(data: Any, path: Path) -> Review:

@@ -154,12 +154,13 @@ def _header(console: Console, scan: ScanResult) -> None:
 
 def _trace_header(console: Console, trace: TraceResult) -> None:
     command = " ".join(trace.command)
+    ended = "no exit code: dynacheck trace was stopped" if trace.exit_code < 0 else f"exit {trace.exit_code}"
     active, idle = view.active_processes(Review(trace=trace))
     processes = f"{len(active)} process{'' if len(active) == 1 else 'es'} with events"
     if idle:
         processes += f", {idle} more without (compile workers, helpers)"
     console.print(f"[bold]trace  [/] {escape(command)}  [dim]({processes}, "
-                  f"{len(trace.events)} event{'' if len(trace.events) == 1 else 's'}, exit {trace.exit_code})[/]")
+                  f"{len(trace.events)} event{'' if len(trace.events) == 1 else 's'}, {ended})[/]")
 
 
 def _site(console: Console, group: view.SiteGroup, matches: dict, verbose: bool) -> None:

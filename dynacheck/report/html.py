@@ -85,12 +85,16 @@ class ItemView:
 
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
-                title: str = "dynacheck report") -> str:
-    """The whole report as one HTML string (no external resources)."""
+                title: str = "dynacheck report", source_roots: dict[str, Path] | None = None) -> str:
+    """The whole report as one HTML string (no external resources).
+
+    `source_roots` (package -> folder) is where excerpts may be read; None trusts the scan's own
+    roots, which is right only for a scan made in this process (see `source.local_roots`).
+    """
     if isinstance(review, ScanResult):
         review = Review(scan=review)
     review = review or Review()
-    pool = SourcePool(SourceReader(review.scan))
+    pool = SourcePool(SourceReader(review.scan, source_roots))
     items = _items(review, pool)
     outside = [_seen_item(f"o{i}", events, match.note, pool) for i, (match, events)
                in enumerate(view.seen_only(review, outside=True), 1) if events]

@@ -1,12 +1,18 @@
 """A few lines of source around a hop, read at render time from the scanned trees.
 
-Only files inside a target's root are read (a scan file naming `/etc/passwd` or `../../x` gets the
-stored code line, nothing more), each file once per render, and never more than a small window, so
-the report stays small and never leaks more than the chain needs.
+Only `.py` files inside a target's root are read (a scan file naming `/etc/passwd` or `../../x` gets
+the stored code line, nothing more), each file once per render, and never more than a small window,
+so the report stays small and never leaks more than the chain needs. A scan read back from a file
+does not choose those roots: `local_roots` re-resolves each target on this machine (the unpacked
+tree in this user's cache for a wheel; for a folder, the recorded root only when it lies under the
+current folder, this interpreter's site-packages, or a `--source-root` the user passed).
 """
 
 from __future__ import annotations
 
+import site
+import stat
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +33,13 @@ class SourceLine:
 class SourceReader:
     """Reads windows of source from the scan's target roots, caching each file for one render."""
 
-    def __init__(self, scan: ScanResult | None) -> None:
-        targets = scan.targets if scan else ()
-        self._roots_by_package = {t.name: Path(t.root) for t in targets if t.root}
-        self._roots = [Path(t.root) for t in targets if t.root]
+    def __init__(self, scan: ScanResult | None, roots: dict[str, Path] | None = None) -> None:
+        """`roots` (package -> folder) replaces the scan's own roots when the scan came from a file."""
+        if roots is None:
+            targets = scan.targets if scan else ()
+            roots = {t.name: Path(t.root) for t in targets if t.root}
+        self._roots_by_package = dict(roots)
+        self._roots = list(dict.fromkeys(roots.values()))
         self._lines: dict[Path, list[str] | None] = {}
 
     def window(self, file: str, line: int, package: str = "", code: str = "") -> list[SourceLine]:
@@ -70,24 +79,68 @@ class SourceReader:
         return None
 
 
+def local_roots(scan: ScanResult | None, extra: tuple[Path, ...] = ()) -> dict[str, Path]:
+    """The roots a saved scan's targets have on this machine; a root the file names is never taken as is."""
+    from dynacheck.sources.cache import default_cache_dir, trees_dir
+
+    if scan is None:
+        return {}
+    trees = _resolved(trees_dir(default_cache_dir()))
+    chosen = [p for p in (_resolved(e) for e in extra) if p]  # the user's explicit word: any kind
+    allowed = [p for p in (_resolved(Path.cwd()), *_site_dirs()) if p]
+    roots: dict[str, Path] = {}
+    for target in scan.targets:
+        recorded = _resolved(Path(target.root)) if target.root else None
+        if recorded is None or not recorded.is_dir():
+            continue
+        if target.kind in ("pip", "wheel"):
+            ok = trees is not None and trees in recorded.parents
+        else:
+            ok = _under(recorded, allowed)
+        if ok or _under(recorded, chosen):
+            roots[target.name] = recorded
+    return roots
+
+
+def _under(path: Path, bases: list[Path]) -> bool:
+    return any(path == base or base in path.parents for base in bases)
+
+
+def _site_dirs() -> list[Path]:
+    found = [sysconfig.get_paths().get(k, "") for k in ("purelib", "platlib")]
+    try:
+        found += site.getsitepackages() + [site.getusersitepackages()]
+    except AttributeError:
+        pass
+    return [p for p in (_resolved(Path(f)) for f in found if f) if p]
+
+
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
 def _inside(root: Path, file: str) -> Path | None:
-    """root/file, only when it stays under root (no absolute paths, no `..` escapes)."""
+    """root/file, only a `.py` file that stays under root (no absolute paths, no `..` escapes)."""
     try:
         base = root.resolve()
         candidate = (base / file).resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return None
-    if candidate == base or base not in candidate.parents:
+    if candidate == base or base not in candidate.parents or candidate.suffix not in (".py", ".pyi"):
         return None
     return candidate
 
 
 def _read_lines(path: Path) -> list[str] | None:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
             return None
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 

@@ -34,10 +34,12 @@ def trees_dir(cache_dir: Path) -> Path:
     return cache_dir / "trees"
 
 
-def build_atomically(final: Path, build: Callable[[Path], None]) -> Path:
+def build_atomically(final: Path, build: Callable[[Path], None],
+                     current: Callable[[Path], bool] = lambda _path: False) -> Path:
     """Run ``build(tmp)`` in a fresh folder next to ``final``, then rename it to ``final``.
 
-    An existing ``final`` is replaced (the caller decided it is stale). If another process
+    A ``final`` that is ``current`` (another process built the same thing while we did, and may be
+    reading it now) is kept and ours dropped; only a stale one is replaced. If another process
     renamed its own copy into place first, theirs is kept and ours is dropped.
     """
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -45,6 +47,9 @@ def build_atomically(final: Path, build: Callable[[Path], None]) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{final.name}-", dir=final.parent))
     try:
         build(tmp)
+        if current(final):
+            shutil.rmtree(tmp, ignore_errors=True)
+            return final
         if final.exists():
             old = Path(tempfile.mkdtemp(prefix=f"{_OLD_PREFIX}{final.name}-", dir=final.parent))
             os.replace(final, old / "tree")

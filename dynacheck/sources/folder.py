@@ -45,22 +45,20 @@ def folder_packages(target: Target) -> tuple[str, ...]:
     return ()
 
 
-def _holds_python(folder: Path) -> bool:
-    """A ``.py`` module, or a subfolder with ``.py`` files, directly in ``folder``."""
+def _holds_python(folder: Path, depth: int = 4) -> bool:
+    """A ``.py`` module in ``folder``, or in importable subfolders up to ``depth`` levels down
+    (namespace packages nest: ``ns1/ns2/pkg/``); bounded so a huge tree is not walked here."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return False
-    if any(e.name.endswith(".py") and e.is_file() for e in entries):
-        return True
-    for entry in entries:
-        if entry.is_dir() and entry.name.isidentifier():
-            try:
-                if any(name.endswith(".py") for name in os.listdir(entry.path)):
-                    return True
-            except OSError:
-                continue
-    return False
+    try:
+        if any(e.name.endswith(".py") and e.is_file() for e in entries):
+            return True
+        subfolders = [e.path for e in entries if e.name.isidentifier() and e.is_dir()]
+    except OSError:
+        return False
+    return depth > 0 and any(_holds_python(Path(sub), depth - 1) for sub in subfolders[:200])
 
 
 def _name_and_version(folder: Path, root: Path) -> tuple[str, str]:

@@ -40,6 +40,7 @@ class _Listing:
     modules: frozenset[str]  # stems of the .py files in a folder
     folders: frozenset[str]  # importable subfolder names
     has_init: bool
+    error: str = ""  # why the folder could not be listed ("" when it could, or does not exist)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class ModuleLocator:
         self._roots = tuple(_make_root(t) for t in self.targets)
         self._listings: dict[str, _Listing] = {}
         self._found: dict[str, tuple[Path, _Root] | None] = {}
+        self.unreadable: dict[str, str] = {}  # folder -> why it could not be listed (said as a problem)
 
     def find(self, module: str) -> Path | None:
         """The file of ``module`` (``a/b.py`` or ``a/b/__init__.py``), its folder for a namespace
@@ -158,6 +160,8 @@ class ModuleLocator:
         listing = self._listings.get(key)
         if listing is None:
             listing = self._listings[key] = _list_folder(key)
+            if listing.error:
+                self.unreadable[key] = listing.error
         return listing
 
     def _top_levels(self, root: _Root) -> list[str]:
@@ -209,10 +213,13 @@ def _list_folder(folder: str) -> _Listing:
     modules: set[str] = set()
     folders: set[str] = set()
     has_init = False
+    error = ""
     try:
         entries = list(os.scandir(folder))
-    except OSError:
+    except FileNotFoundError:
         entries = []
+    except OSError as exc:
+        entries, error = [], exc.strerror or str(exc)
     for entry in entries:
         name = entry.name
         try:
@@ -226,7 +233,7 @@ def _list_folder(folder: str) -> _Listing:
                 folders.add(name)
         except OSError:
             continue
-    return _Listing(frozenset(modules), frozenset(folders), has_init)
+    return _Listing(frozenset(modules), frozenset(folders), has_init, error)
 
 
 def _walk_modules(base: Path, top: str) -> Iterator[tuple[str, ...]]:

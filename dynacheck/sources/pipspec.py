@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from dynacheck.errors import UserError
+from dynacheck.sources import manifest
 from dynacheck.sources.wheel import Progress, wheel_name
 
 PIP_ENV = "DYNACHECK_PIP"
@@ -145,6 +146,7 @@ def fetch_wheel(
             f"pip download finished but left no wheel matching {spec} in {cache_wheels}.",
             _how_to_fix(spec, cache_wheels),
         )
+    manifest.record(hit)  # pip checked it against the index's hash: remember what it was
     return hit
 
 

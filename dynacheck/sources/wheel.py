@@ -8,9 +8,9 @@ skipping headers, kernels and JSON keeps the 40 MB FlashInfer wheel a few MB on 
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -20,6 +20,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from dynacheck.errors import UserError
+from dynacheck.sources import manifest
 from dynacheck.sources.cache import build_atomically, trees_dir
 
 # progress(label, done, total): called only when the caller passes one; total 0 = no known end
@@ -28,6 +29,16 @@ Progress = Callable[[str, int, int], None]
 
 MARKER = ".dynacheck-tree.json"
 _LIB_DATA = ("purelib", "platlib")
+
+# Limits that a genuine wheel never reaches (the largest known trees hold ~5k files and a few MB of
+# Python each); a zip bomb or a damaged archive stops at them with one sentence.
+MAX_MEMBERS = 200_000
+MAX_MEMBER_BYTES = 64 * 1024 * 1024
+MAX_TOTAL_BYTES = 1024 * 1024 * 1024
+MAX_NAME_PART = 255  # bytes in one path component: the common file-system limit
+_CHUNK = 1 << 20
+_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, NotImplementedError,
+               RuntimeError, ValueError, OverflowError)
 
 
 @dataclass(frozen=True)
@@ -66,11 +77,13 @@ def unpack_wheel(wheel: Path, cache_dir: Path, progress: Progress | None = None)
     if _read_marker(final) == stamp:
         return final
 
+    manifest.check(wheel)
+
     def build(tmp: Path) -> None:
         _extract_sources(wheel, tmp, progress)
         (tmp / MARKER).write_text(json.dumps(stamp, sort_keys=True), encoding="utf-8")
 
-    return build_atomically(final, build)
+    return build_atomically(final, build, current=lambda tree: _read_marker(tree) == stamp)
 
 
 def read_metadata(tree: Path) -> tuple[str, str] | None:
@@ -103,28 +116,69 @@ def _stamp(wheel: Path) -> dict[str, object]:
 
 def _read_marker(tree: Path) -> dict[str, object] | None:
     try:
-        return json.loads((tree / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads((tree / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
+    return value if isinstance(value, dict) else None
 
 
 def _extract_sources(wheel: Path, dest: Path, progress: Progress | None) -> None:
+    """Write the chosen members, counting real bytes (a header may lie about sizes)."""
+    member = ""
     try:
         with zipfile.ZipFile(wheel) as archive:
-            chosen = _choose_members(wheel, archive.infolist())
+            infos = archive.infolist()
+            if len(infos) > MAX_MEMBERS:
+                raise _too_big(wheel, f"holds {len(infos)} members (the limit is {MAX_MEMBERS})")
+            chosen = _choose_members(wheel, infos)
             label = f"unpacking {wheel.name}"
+            written = 0
             for done, (info, relative) in enumerate(chosen, 1):
+                member = info.filename
                 target = dest.joinpath(*relative.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(info) as source, open(target, "wb") as sink:
-                    shutil.copyfileobj(source, sink, 1 << 20)
+                with archive.open(info) as source, open(target, "xb") as sink:
+                    written += _copy_bounded(source, sink, wheel, member, MAX_TOTAL_BYTES - written)
                 if progress is not None:
                     progress(label, done, len(chosen))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+    except _ZIP_ERRORS as exc:
+        where = f" at member {member!r}" if member else ""
         raise UserError(
-            f"{wheel} is not a readable wheel ({exc}).",
+            f"{wheel} is not a readable wheel{where} ({_one_line(exc)}).",
             "Download it again, e.g. with pip download --no-deps.",
         ) from None
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError) and not wheel.is_file():
+            raise UserError(f"The wheel {wheel} disappeared while it was unpacked.", "Run the scan again.") from None
+        raise UserError(
+            f"Cannot unpack member {member!r} of {wheel}: {exc.strerror or exc}.",
+            "The wheel is damaged or not a genuine wheel (a member that is both file and folder, or a name "
+            "this file system cannot hold); fetch it from the package index again.",
+        ) from None
+
+
+def _copy_bounded(source, sink, wheel: Path, member: str, budget: int) -> int:
+    copied = 0
+    while chunk := source.read(_CHUNK):
+        copied += len(chunk)
+        if copied > MAX_MEMBER_BYTES:
+            raise _too_big(wheel, f"member {member!r} unpacks to more than {MAX_MEMBER_BYTES >> 20} MiB")
+        if copied > budget:
+            raise _too_big(wheel, f"unpacks to more than {MAX_TOTAL_BYTES >> 20} MiB of sources")
+        sink.write(chunk)
+    return copied
+
+
+def _too_big(wheel: Path, what: str) -> UserError:
+    return UserError(f"{wheel} {what}; refusing to unpack it (a zip bomb or a damaged wheel).",
+                     "Fetch the wheel from the package index again, or scan an unpacked folder instead.")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if "encrypted" in text:
+        return "the member is encrypted"
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _choose_members(
@@ -144,6 +198,15 @@ def _choose_members(
         relative = _install_path(path)
         if relative is None or info.is_dir() or _is_symlink(info) or relative in seen:
             continue
+        if any(len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_PART for part in relative.parts):
+            raise UserError(
+                f"{wheel} holds a member name longer than {MAX_NAME_PART} bytes ({info.filename[:60]!r}...); "
+                "refusing to unpack it.",
+                "The file is damaged or not a genuine wheel; fetch it from the package index again.",
+            )
+        if info.file_size > MAX_MEMBER_BYTES:
+            raise _too_big(wheel, f"member {info.filename!r} declares {info.file_size} bytes "
+                                  f"(the limit is {MAX_MEMBER_BYTES >> 20} MiB)")
         seen.add(relative)
         chosen.append((info, relative))
     return chosen

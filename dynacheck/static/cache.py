@@ -1,14 +1,31 @@
-"""Module summaries cached on disk by content hash, so a second scan of the same trees is fast."""
+"""Module summaries cached on disk by content hash, so a second scan of the same trees is fast.
+
+The cache folder is not trusted (it may be shared, or restored by CI from somewhere else), so an
+entry is loaded only when it carries a signature made with this user's key (``sources/trust.py``),
+its header names this format, and it is a plain file of sane size; unpickling then admits only the
+summary classes and a few builtins. Anything else (foreign, corrupt, truncated, a folder, a link) is
+dropped and rebuilt: a cache entry can make a scan slower, never run code or stop it.
+"""
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import io
 import os
 import pickle
+import stat
 import tempfile
 from pathlib import Path
 
+from dynacheck.sources.trust import SIGNATURE_BYTES, sign, signing_key, verify
+from dynacheck.static import summary as summary_module
 from dynacheck.static.summary import SUMMARY_VERSION, ModuleSummary, summarize
+
+CACHE_FORMAT = b"DCSUM2\n"  # bump with any change to the file layout below
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+_SUMMARY_CLASSES = {"ModuleSummary", "FunctionSummary", "ClassSummary", "CallSite", "Binding"}
+_BUILTINS = {"set", "frozenset"}
 
 
 class SummaryCache:
@@ -16,6 +33,7 @@ class SummaryCache:
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder / "summaries" if folder is not None else None
+        self.key = signing_key() if self.folder is not None else None
         if self.folder is not None:
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
@@ -23,6 +41,7 @@ class SummaryCache:
                 self.folder = None  # read-only home: scan without a cache
         self.hits = 0
         self.parsed = 0
+        self.rejected = 0  # entries present but not trusted or not readable: rebuilt
 
     def summary(self, path: Path, module: str, is_package: bool, data: bytes) -> ModuleSummary:
         key = self._key(module, is_package, data)
@@ -32,13 +51,13 @@ class SummaryCache:
             cached.path = str(path)
             return cached
         self.parsed += 1
-        source = data.decode("utf-8", errors="replace")
+        source = decode_source(data)
         summary = summarize(source, module, str(path), is_package)
         self._store(key, summary)
         return summary
 
     def load_blob(self, name: str):
-        """Any picklable value stored under a name (e.g. the class-header map of a release tree)."""
+        """A value stored under a name (e.g. the class-header map of a release tree), or None."""
         return self._load_any(self._blob_key(name))
 
     def store_blob(self, name: str, value) -> None:
@@ -60,21 +79,76 @@ class SummaryCache:
         return value if isinstance(value, ModuleSummary) else None
 
     def _load_any(self, key: str):
-        if self.folder is None:
+        if self.folder is None or self.key is None:
+            return None
+        blob = _read_entry(self.folder / f"{key}.pickle")
+        if blob is None:
+            return None
+        head, signature = blob[: len(CACHE_FORMAT)], blob[len(CACHE_FORMAT): len(CACHE_FORMAT) + SIGNATURE_BYTES]
+        payload = blob[len(CACHE_FORMAT) + SIGNATURE_BYTES:]
+        if head != CACHE_FORMAT or not verify(self.key, key.encode() + payload, signature):
+            self.rejected += 1
             return None
         try:
-            with open(self.folder / f"{key}.pickle", "rb") as handle:
-                return pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+            return _SummaryUnpickler(io.BytesIO(payload)).load()
+        except Exception:  # noqa: BLE001 - a signed entry from an older build: rebuild it
+            self.rejected += 1
             return None
 
-    def _store(self, key: str, summary) -> None:
-        if self.folder is None:
+    def _store(self, key: str, value) -> None:
+        if self.folder is None or self.key is None:
             return
+        tmp = ""
         try:
+            payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump(summary, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                handle.write(CACHE_FORMAT + sign(self.key, key.encode() + payload) + payload)
             os.replace(tmp, self.folder / f"{key}.pickle")
-        except OSError:
+            tmp = ""
+        except (OSError, pickle.PicklingError, RecursionError):
             pass
+        finally:
+            if tmp:
+                _unlink(tmp)
+
+
+def decode_source(data: bytes) -> str:
+    """Source text as Python reads it: UTF-8, a leading byte-order mark dropped."""
+    return data.decode("utf-8-sig", errors="replace")
+
+
+class _SummaryUnpickler(pickle.Unpickler):
+    """Admits the summary dataclasses and sets, nothing else (second line of defence after the signature)."""
+
+    def find_class(self, module: str, name: str):
+        if module == summary_module.__name__ and name in _SUMMARY_CLASSES:
+            return getattr(summary_module, name)
+        if module == "builtins" and name in _BUILTINS:
+            return getattr(builtins, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a summary cache entry")
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """The bytes of a plain, not-too-large file; None for anything else (missing, a folder, a link, a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

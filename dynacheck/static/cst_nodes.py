@@ -325,3 +325,19 @@ def name_of(node) -> str:
 
 def loop_text(iterable: Expr) -> str:
     return render(iterable) or "..."
+
+
+def string_elements(node) -> tuple[str, ...] | None:
+    """The strings of a list/tuple literal of plain string constants, else None."""
+    if not isinstance(node, (cst.List, cst.Tuple)):
+        return None
+    out: list[str] = []
+    for element in node.elements:
+        value = element.value
+        if not isinstance(value, cst.SimpleString):
+            return None
+        text = value.evaluated_value
+        if not isinstance(text, str):
+            return None
+        out.append(text)
+    return tuple(out)

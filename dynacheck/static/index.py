@@ -14,6 +14,7 @@ from typing import Iterable, Protocol
 from dynacheck.model import Problem
 from dynacheck.static.cache import SummaryCache
 from dynacheck.static.summary import Binding, ClassSummary, FunctionSummary, ModuleSummary
+from dynacheck.static.value_types import BUILTINS
 
 MAX_FILE_BYTES = 4_000_000  # larger files are generated tables, not code Dynamo traces
 
@@ -61,7 +62,7 @@ class Index:
         try:
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
-                self.problems.append(Problem("too_large", str(path), f"{size // 1_000_000} MB: skipped"))
+                self.problems.append(Problem("too_large", str(path), f"{size // 1_000_000} MB, over the {MAX_FILE_BYTES // 1_000_000} MB limit: skipped"))
                 return None
             data = path.read_bytes()
         except OSError as exc:
@@ -69,7 +70,9 @@ class Index:
             return None
         summary = self.cache.summary(path, name, self.locator.is_package(name), data)
         if summary.error:
-            self.problems.append(Problem("syntax_error", str(path), summary.error))
+            kind = ("too_deep" if summary.error.startswith("NestingError")
+                    else "too_large" if summary.error.startswith("LineTooLong") else "syntax_error")
+            self.problems.append(Problem(kind, str(path), summary.error))
         return summary
 
     # ----- names -------------------------------------------------------------------------------
@@ -90,11 +93,28 @@ class Index:
         found = summary.bindings.get(name)
         if found:
             return found
+        return self._star_bindings(summary, name, _seen | {module})
+
+    def _star_bindings(self, summary: ModuleSummary, name: str, seen: frozenset[str]) -> list[Binding]:
+        """`from m import *`: the name as an import of `m.name` when m exports it (its `__all__`, else its
+        public names), so it resolves in m's own namespace; chained, re-exported and cyclic stars too.
+
+        A star from a module outside the trees (stdlib, torch) supplies any otherwise unbound name
+        that is not a builtin, when it is the only such star: the best reading without importing it.
+        """
+        external = []
         for star in summary.star_imports:
-            if star not in _seen:
-                found = self.global_bindings(star, name, _seen | {module})
-                if found:
-                    return found
+            if star in seen:
+                continue
+            source = self.module(star)
+            if source is None:
+                external.append(star)
+                continue
+            exported = name in source.exports if source.exports is not None else not name.startswith("_")
+            if exported and (self.global_bindings(star, name, seen) or self.has_module(f"{star}.{name}")):
+                return [Binding("import", f"{star}.{name}", 0, True)]
+        if len(external) == 1 and name not in BUILTINS and not name.startswith("_"):
+            return [Binding("import", f"{external[0]}.{name}", 0, True)]
         return []
 
     def defining_module(self, module: str, name: str, _seen: frozenset[str] = frozenset()) -> str:

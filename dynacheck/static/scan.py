@@ -111,8 +111,8 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     )
     return ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
-        problems=tuple(_display_problems(problems, locator)), stats=stats, tool_version=__version__,
-        torch_version=catalog.torch_version, deployment=facts.to_dict(),
+        problems=tuple(_display_problems(problems + _unreadable_folders(locator), locator)), stats=stats,
+        tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict(),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
     )
 
@@ -132,6 +132,12 @@ def resolve_entry(entry: str, evaluator: Evaluator, locator: ModuleLocator) -> V
         raise UserError(f"Entry {entry!r} is not of the form module.path:Class.method.",
                         "Example: sglang.srt.models.deepseek_v2:DeepseekV2Model.forward")
     summary = evaluator.index.module(module_name)
+    path = locator.find(module_name) if summary is None else None
+    if path is not None:  # the file is there but was skipped: say why, not "not in the targets"
+        why = next((p.message for p in evaluator.index.problems if p.file == str(path)), "it could not be read")
+        why = why.removesuffix(": skipped")
+        raise UserError(f"Entry module {module_name!r} ({locator.display_path(path)}) was skipped: {why}.",
+                        "Pick an entry in a module dynacheck can read, or fix that file.")
     if summary is None:
         close = _close(module_name, _module_names(locator))
         raise UserError(f"Entry module {module_name!r} is not in the scanned targets.", close)
@@ -183,6 +189,12 @@ def _module_names(locator: ModuleLocator) -> list[str]:
 def _package(locator: ModuleLocator, path: str) -> str:
     target = locator.target_of(path)
     return target.name if target is not None else ""
+
+
+def _unreadable_folders(locator: ModuleLocator) -> list[Problem]:
+    """Folders the walk needed but could not list: their modules are missing from the results."""
+    return [Problem("unreadable", folder, f"folder could not be listed ({why}): its modules were skipped")
+            for folder, why in sorted(locator.unreadable.items())]
 
 
 def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:

@@ -8,6 +8,7 @@ and statement lists correspond one to one in both trees.
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -15,7 +16,7 @@ import libcst as cst
 from dynacheck.static import cst_nodes as cn
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 11  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 12  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -86,24 +87,83 @@ class ModuleSummary:
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     star_imports: list[str] = field(default_factory=list)
+    exports: tuple[str, ...] | None = None  # `__all__` when it is a literal list of strings
     fakes: set[str] = field(default_factory=set)  # names N with `@N.register_fake` / `N.register_fake(f)`
     string_fakes: bool = False  # torch.library.register_fake("ns::op") seen: fakes by op name
     error: str = ""  # set when the file could not be parsed
     lines: int = 0
 
 
+MAX_LINE_CHARS = 100_000  # libcst takes minutes on a megabyte-long line; such lines are data tables
+MAX_NESTING = 2000  # syntax-tree levels; libcst's native parser overflows its stack from ~6000
+# On CPython 3.11, ast.parse under a recursion limit of 1000 refuses trees deeper than ~3000 levels, and
+# libcst parses everything it accepts (measured: 2,950-deep attribute and `+` chains); elsewhere the
+# depth is measured with a walk (about 5 ms a file) before libcst sees the source.
+_PARSE_RECURSION = 1000
+_AST_GUARD_MEASURED = sys.version_info[:2] == (3, 11)
+_WALK_RECURSION = 10_000  # the walker recurses per level: room for MAX_NESTING, far below the C stack
+
+
 def summarize(source: str, module: str, path: str, is_package: bool) -> ModuleSummary:
-    """Parse one module and keep what call resolution needs; a syntax error yields an empty summary."""
+    """Parse one module and keep what call resolution needs; a file that cannot be read yields an
+    empty summary whose `error` says why in one line.
+
+    Python's own parser goes first: it rejects what Python itself cannot import (syntax errors,
+    nesting past its recursion guard) at once, and its tree's depth is checked before libcst's
+    native parser, which would crash the process on deeper input instead of raising.
+    """
     summary = ModuleSummary(module=module, path=path, is_package=is_package)
     summary.lines = source.count("\n") + 1
+    longest = max(map(len, source.splitlines()), default=0)
+    if longest > MAX_LINE_CHARS:
+        summary.error = f"LineTooLong: a line of {longest} characters (generated data, not traced code): skipped"
+        return summary
+    previous = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(min(previous, _PARSE_RECURSION))
+        guarded = _AST_GUARD_MEASURED
+    except RecursionError:  # already deeper than that: keep the limit, measure the depth instead
+        guarded = False
+    try:
+        positions = ast.parse(source)
+    except RecursionError:
+        summary.error = "NestingError: code nested too deeply for Python's own parser"
+        return summary
+    except (SyntaxError, ValueError, MemoryError) as exc:
+        summary.error = _one_line(exc)
+        return summary
+    finally:
+        sys.setrecursionlimit(previous)
+    if not guarded and nesting(positions, MAX_NESTING) > MAX_NESTING:
+        summary.error = f"NestingError: code nested more than {MAX_NESTING} levels deep"
+        return summary
     try:
         tree = cst.parse_module(source)
-        positions = ast.parse(source)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         summary.error = _one_line(exc)
         return summary
-    _ModuleWalker(summary).walk_module(tree, positions)
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _WALK_RECURSION))
+    try:
+        _ModuleWalker(summary).walk_module(tree, positions)
+    except RecursionError:
+        summary.error = "NestingError: code nested too deeply to summarize the rest of the file"
+    finally:
+        sys.setrecursionlimit(previous)
     return summary
+
+
+def nesting(tree: ast.AST, limit: int) -> int:
+    """Depth of the syntax tree, walked without recursion; stops counting once past `limit`."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        if level > deepest:
+            deepest = level
+            if deepest > limit:
+                return deepest
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _one_line(exc: BaseException) -> str:
@@ -237,6 +297,10 @@ class _ModuleWalker:
             value = self.expr(stmt.value)
             for target in stmt.targets:
                 self.bind_target(target.target, value, scope, line, conditional)
+                if scope.function is None and scope.cls is None:
+                    self.note_exports(target.target, stmt.value, extend=False)
+        elif isinstance(stmt, cst.AugAssign) and scope.function is None and scope.cls is None:
+            self.note_exports(stmt.target, stmt.value, extend=True)
         elif isinstance(stmt, cst.AnnAssign):
             value = self.expr(stmt.value) if stmt.value is not None else None
             annotation = cn.annotation(stmt.annotation.annotation)
@@ -246,6 +310,16 @@ class _ModuleWalker:
         elif isinstance(stmt, cst.Return) and scope.function is not None and stmt.value is not None:
             scope.function.returns.append(self.expr(stmt.value))
             scope.function.return_guards.append(guards)
+
+    def note_exports(self, target, value, extend: bool) -> None:
+        """`__all__ = [...]` / `__all__ += [...]` of string literals: what `from m import *` takes."""
+        if not (isinstance(target, cst.Name) and target.value == "__all__"):
+            return
+        names = cn.string_elements(value)
+        if names is None:  # computed: fall back to the public names
+            self.s.exports = None
+            return
+        self.s.exports = (*(self.s.exports or ()), *names) if extend else names
 
     # ----- definitions ------------------------------------------------------------------------
 
