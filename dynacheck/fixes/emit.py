@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from dynacheck.fixes.from_declared import MARKER
 from dynacheck.fixes.known_fakes import KNOWN_FAKES
 from dynacheck.model import Finding, Fix
 
@@ -25,6 +26,7 @@ Import it before the server starts (first import, or from sitecustomize.py). Fix
 
 import importlib
 import sys
+import types
 from typing import Optional, Tuple
 
 import torch
@@ -74,6 +76,126 @@ def _apply(fix, label):
         fix()
     except Exception as exc:
         APPLIED.append(f"failed ({{type(exc).__name__}}: {{exc}}): {{label}}")
+
+
+class _KernelStub:
+    """Stands for a JIT-loaded kernel module inside a fake: every kernel call does nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def _define(source, module, kernel_stub=False):
+    """A function from the library's own source text, with the library module's globals."""
+    namespace = dict(module.__dict__)
+    if kernel_stub:
+        namespace["module"] = _KernelStub()
+    exec(compile(source, f"<{{module.__name__}} declaration>", "exec"), namespace)
+    name = source.split("def ", 1)[1].split("(", 1)[0].strip()
+    return namespace[name]
+
+
+def _adapted(fake, prototype):
+    """Call a declared fake with the arguments it names (some declared fakes omit trailing parameters)."""
+    import inspect
+
+    wanted = inspect.signature(fake).parameters
+    signature = inspect.signature(prototype)
+
+    def call(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fake(**{{k: v for k, v in bound.arguments.items() if k in wanted}})
+
+    return call
+
+
+def _existing_op(op_name):
+    namespace, name = op_name.split("::")
+    try:
+        return getattr(getattr(torch.ops, namespace), name)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _register_declared(module_name, function, op_name, mutates, fake):
+    """Register a module-level declared op for real, with the library's fake; rebind every holder."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+    if getattr(original, "__dynacheck_wrapped__", False):
+        return
+    existing = _existing_op(op_name)
+    if existing is not None:
+        _rebind(original, existing, f"registered op torch.ops.{{op_name.replace('::', '.')}} (already in the library)")
+        return
+    op = torch.library.custom_op(op_name, original, mutates_args=mutates)
+    op.register_fake(getattr(module, fake))
+    op.__dynacheck_wrapped__ = True
+    _rebind(original, op, f"custom_op {{op_name}} (declared op, declared fake {{fake}})")
+
+
+class _FactoryView:
+    """What a replaced module factory returns: the registered ops; anything else from the real factory."""
+
+    def __init__(self, factory, ops):
+        self.__dict__.update(ops)
+        self._factory = factory
+
+    def __getattr__(self, name):
+        return getattr(self._factory(), name)
+
+
+def _register_factory(module_name, factory, ops):
+    """Register a factory's declared ops for real and make the factory return them without building."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, factory)
+    if getattr(original, "__dynacheck_wrapped__", False):
+        return
+    registered = {{}}
+    for attr, op_name, mutates, op_source, fake_source in ops:
+        op = _existing_op(op_name)
+        if op is None:
+            prototype = _define(op_source, module, kernel_stub=True)
+            schema = torch.library.infer_schema(prototype, mutates_args=mutates)
+
+            def impl(*args, _attr=attr, **kwargs):
+                return getattr(original(), _attr)(*args, **kwargs)
+
+            op = torch.library.custom_op(op_name, impl, mutates_args=mutates, schema=schema)
+            op.register_fake(_adapted(_define(fake_source, module), prototype))
+        registered[attr] = op
+    view = _FactoryView(original, registered)
+
+    def factory_view(*args, **kwargs):
+        return view
+
+    factory_view.__dynacheck_wrapped__ = True
+    factory_view.__wrapped__ = original
+    _rebind(original, factory_view, f"declared ops of {{module_name}}.{{factory}} ({{', '.join(sorted(registered))}})")
+
+
+def _wrap_public(module_name, function, op_name, factory, fakes):
+    """Make a public function one custom op; its fake is its own body with the factory's declared fakes."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+    if getattr(original, "__dynacheck_wrapped__", False):
+        return
+    view = types.SimpleNamespace(**{{
+        attr: _define(source, module, kernel_stub=(kind == "op_body")) for attr, (kind, source) in fakes.items()
+    }})
+    op = torch.library.custom_op(op_name, original, mutates_args=())
+
+    def fake(*args, **kwargs):
+        saved = getattr(module, factory)
+        setattr(module, factory, lambda *a, **k: view)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            setattr(module, factory, saved)
+
+    op.register_fake(fake)
+    op.__dynacheck_wrapped__ = True
+    _rebind(original, op, f"custom_op {{op_name}} (fake: own body over {{factory}}'s declared fakes)")
 
 
 def _takes_arguments(fn):
@@ -152,6 +274,16 @@ def _fix_{n}():
 _apply(_fix_{n}, "custom_op at {at}")
 '''
 
+_DECLARED = '''
+
+# Fix {n}: custom_op at {at} ({why})
+# Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
+def _fix_{n}():
+{code}
+
+_apply(_fix_{n}, "custom_op at {at}")
+'''
+
 _ASSUME_CONSTANT = '''
 
 # Fix {n}: assume_constant_result at {at} ({why})
@@ -197,37 +329,63 @@ def first_sound_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
     chosen: dict[tuple[str, str], tuple[Fix, Finding]] = {}
     for finding in findings:
         fix = next((f for f in finding.fixes if f.sound), None)
-        if fix is not None:
-            chosen.setdefault((fix.kind, _canonical(fix.at)), (fix, finding))
+        if fix is None:
+            continue
+        key = (fix.kind, _canonical(fix.at))
+        if key not in chosen or (_declared_code(fix) and not _declared_code(chosen[key][0])):
+            chosen[key] = (fix, finding)  # the declared-op code, when one chain has it, is the fix to apply
     return list(chosen.values())
 
 
+APPLIED_KIND, SKELETON, MANUAL = "applied", "skeleton", "manual"
+
+
+def category(fix: Fix) -> str:
+    """What the patch module does with a fix: applies it, writes a disabled skeleton, or lists it as manual."""
+    if fix.kind not in EMITTED_KINDS or fix.kind == "hoist" and _is_method(fix.at):
+        return MANUAL
+    if fix.kind == "custom_op" and not _declared_code(fix) and _known(fix) is None:
+        return SKELETON
+    return APPLIED_KIND
+
+
 def chosen_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
-    """The first sound fixes that a patch module can apply (custom_op, assume_constant_result, hoist)."""
+    """The first sound fixes that the patch module writes code for (applied ones and skeletons)."""
     return [(f, x) for f, x in first_sound_fixes(findings) if f.kind in EMITTED_KINDS]
 
 
+def applied_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
+    """The first sound fixes that the patch module applies as generated (no skeletons, nothing by hand)."""
+    return [(f, x) for f, x in first_sound_fixes(findings) if category(f) == APPLIED_KIND]
+
+
 def manual_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
-    """First sound fixes that need an edit by hand (remove, guard, ...): listed in the header only."""
+    """First sound fixes that need an edit by hand (remove, guard, ...): listed, never applied."""
     return [(f, x) for f, x in first_sound_fixes(findings) if f.kind not in EMITTED_KINDS]
 
 
 def emit_patch(findings: Sequence[Finding]) -> str:
     """Source text of the patch module for these findings (deterministic: same input, same text)."""
     pairs = chosen_fixes(findings)
-    listing = "\n".join(f"  {i}. {fix.kind} at {fix.at}" for i, (fix, _) in enumerate(pairs, 1)) or "  (none)"
+    listing = "\n".join(f"  {i}. [{category(fix)}] {fix.kind} at {fix.at}"
+                         for i, (fix, _) in enumerate(pairs, 1)) or "  (none)"
     manual = manual_fixes(findings)
     if manual:
         listing += "\nTo do by hand (not applied here):\n" + "\n".join(
             f"  - {fix.kind} at {fix.at}: {' '.join(fix.summary.split())[:160]}" for fix, _ in manual)
     listing = listing.replace("\\", "/").replace('"""', "'''")  # stays inside the docstring
     parts = [_HEADER.format(listing=listing)]
+    for fix, _ in manual:
+        parts.append(f"\nAPPLIED.append({f'manual, not applied: {fix.kind} at {_canonical(fix.at)}'!r})\n")
     for n, (fix, finding) in enumerate(pairs, 1):
         at = _canonical(fix.at)
         why = f"{finding.rule} {finding.outcome.gb_id or finding.outcome.kind}".strip()
         if fix.kind == "custom_op":
-            known = KNOWN_FAKES.get(fix.at) or KNOWN_FAKES.get(_canonical(fix.at))
-            if known is None:
+            known = _known(fix)
+            code = _declared_code(fix)
+            if code:
+                parts.append(_DECLARED.format(n=n, at=at, why=why, code=_indent(code, 4)))
+            elif known is None:
                 op_name = "dynacheck::" + "_".join(fix.at.split(".")[-2:])
                 parts.append(_SKELETON.format(n=n, at=at, why=why, op_name=op_name))
             else:
@@ -241,6 +399,20 @@ def emit_patch(findings: Sequence[Finding]) -> str:
         else:
             parts.append(_HOIST.format(n=n, at=at, why=why))
     return "".join(parts)
+
+
+def _is_method(at: str) -> bool:
+    """A hoist of a method is done by hand (the patch module refuses it): its owner is a class."""
+    parts = at.split(".")
+    return len(parts) > 1 and parts[-2][:1].isupper()
+
+
+def _declared_code(fix: Fix) -> str:
+    return fix.snippet if fix.kind == "custom_op" and fix.snippet.startswith(MARKER) else ""
+
+
+def _known(fix: Fix):
+    return KNOWN_FAKES.get(fix.at) or KNOWN_FAKES.get(_canonical(fix.at))
 
 
 _ALIASES = {"flashinfer.fp4_quantize": "flashinfer.fp4_quantization.fp4_quantize"}

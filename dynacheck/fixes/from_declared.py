@@ -1,0 +1,138 @@
+"""Fixes built from the library's own op declarations (see `declared.py`), placed on a finding's chain.
+
+Three shapes, tried from the entry down so that one fix covers as much of the chain as it can:
+- a hop IS a module-level declared op with a fake (`flashinfer.norm._rmsnorm`): register it for real
+  with `torch.library` using the library's fake and mutation list, and rebind every holder;
+- a hop is a module factory without arguments whose declared op the caller takes
+  (`get_sampling_module().top_k_renorm_probs(...)`): register the factory's declared ops for real and
+  replace the factory by one that returns them, so the traced call never enters the JIT build;
+- a hop is a factory with arguments (`get_fp4_quantization_module(backend).fp4_quantize_sm100`): wrap
+  the caller, the public function, as a custom op when its signature has a schema; its fake is the
+  public body run on fake tensors with the factory swapped for the library's declared fakes.
+
+The fix's snippet is the exact code the patch module runs (`fix --emit` copies it), so what a
+report shows is what gets applied.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Sequence
+
+from dynacheck.fixes.declared import Declared, read_file, read_signatures
+from dynacheck.model import Fix, Hop
+
+MARKER = "# dynacheck: applies FlashInfer-style declared ops"
+
+# Declared fakes measured wrong against eager; the fake is then the declared op's own body run with
+# the JIT kernel stubbed (its allocations are eager's by construction). Evidence: reports/fixes-h200/.
+OP_BODY_FAKES = {
+    "flashinfer::fp4_quantize_sm100": "FlashInfer 0.6.3's declared fake returns int64 values and an int32 "
+    "unswizzled scale buffer; eager returns uint8 values and a swizzled uint8 scale buffer",
+}
+
+Locate = Callable[[str], "tuple[str, str, str] | None"]  # function -> (module, qualname, path)
+
+
+def declared_fix(chain: Sequence[Hop], locate: Locate) -> tuple[Fix | None, str]:
+    """The declared-op fix nearest the entry on this chain, or (None, why none applies)."""
+    why = ""
+    for i in range(1, len(chain)):
+        found = locate(chain[i].function)
+        if found is None:
+            continue
+        module, qualname, path = found
+        decls = read_file(path, module)
+        if not decls:
+            continue
+        own = next((d for d in decls if d.function == qualname and not d.factory), None)
+        if own is not None:
+            if own.fake and own.schema_ok:
+                return _module_op_fix(own, path), ""
+            why = why or _missing(own)
+            continue
+        made = [d for d in decls if d.factory == qualname]
+        if not made:
+            continue
+        attr = _attribute_taken(chain[i - 1].code, qualname.rsplit(".", 1)[-1])
+        used = [d for d in made if not attr or d.exported_as == attr]
+        if not used:
+            why = why or f"`{qualname}` declares no op named `{attr}`"
+            continue
+        if _factory_takes_arguments(path, qualname):
+            caller = locate(chain[i - 1].function)
+            if caller is None or i - 1 == 0:
+                why = why or f"`{qualname}` takes arguments and its caller is the entry"
+                continue
+            schema = read_signatures(caller[2]).get(caller[1], (False, True))[0]
+            if not schema:
+                why = why or (f"`{chain[i - 1].function}` (the caller of `{qualname}`) has no custom-op schema "
+                              "(an argument or the return is not a tensor/int/float/bool)")
+                continue
+            if not all(d.fake or d.op in OP_BODY_FAKES for d in used):
+                why = why or _missing(next(d for d in used if not d.fake))
+                continue
+            return _public_wrap_fix(chain[i - 1].function, caller, qualname, made), ""
+        usable = [d for d in made if d.fake and d.schema_ok]
+        if not attr or not any(d.exported_as == attr for d in usable):
+            why = why or (_missing(used[0]) if attr else f"the attribute taken from `{qualname}()` is not on "
+                          "the call line")
+            continue
+        return _factory_fix(module, qualname, path, usable, attr), ""
+    return None, why
+
+
+def _missing(decl: Declared) -> str:
+    if not decl.fake:
+        return f"`{decl.op}` is declared without a fake"
+    return f"`{decl.op}`'s signature has no custom-op schema (e.g. a torch.Generator or Union argument)"
+
+
+def _attribute_taken(code: str, factory_name: str) -> str:
+    match = re.search(re.escape(factory_name) + r"\([^()]*(?:\([^()]*\)[^()]*)*\)\s*\.\s*(\w+)", code)
+    return match.group(1) if match else ""
+
+
+def _factory_takes_arguments(path: str, qualname: str) -> bool:
+    return read_signatures(path).get(qualname, (False, True))[1]
+
+
+def _tuple(names: Sequence[str]) -> str:
+    return "(" + "".join(f"{n!r}, " for n in names) + ")"
+
+
+def _module_op_fix(decl: Declared, path: str) -> Fix:
+    code = (f"{MARKER}\n"
+            f"_register_declared({decl.module!r}, {decl.function!r}, {decl.op!r}, "
+            f"mutates={_tuple(decl.mutates)}, fake={decl.fake!r})\n")
+    summary = (f"Register FlashInfer's own declaration `{decl.op}` (`{decl.module}.{decl.function}`, mutates "
+               f"{list(decl.mutates) or 'nothing'}) for real with torch.library and its declared fake "
+               f"`{decl.fake}` (register_fake), and rebind every holder: Dynamo then sees one op and never enters the JIT path.")
+    return Fix("custom_op", f"{decl.module}.{decl.function}", summary, file=path, line=decl.line,
+               snippet=code, sound=True)
+
+
+def _factory_fix(module: str, factory: str, path: str, usable: list[Declared], attr: str) -> Fix:
+    ops = ",\n".join(f"    ({d.exported_as!r}, {d.op!r}, {_tuple(d.mutates)}, {d.op_source!r}, {d.fake_source!r})"
+                     for d in usable)
+    code = f"{MARKER}\n# torch.library.custom_op + register_fake for each declared op\n_register_factory({module!r}, {factory!r}, [\n{ops},\n])\n"
+    names = ", ".join(d.op for d in usable)
+    summary = (f"Register the ops `{factory}` declares ({names}) for real with their declared fakes and make "
+               f"`{factory}()` return them without building: the traced `{factory}().{attr}(...)` becomes one op.")
+    return Fix("custom_op", f"{module}.{factory}", summary, file=path, line=usable[0].line, snippet=code, sound=True)
+
+
+def _public_wrap_fix(function: str, caller: tuple[str, str, str], factory: str, made: list[Declared]) -> Fix:
+    module, qualname, path = caller
+    fakes = ",\n".join(
+        f"    {d.exported_as!r}: ({'op_body' if d.op in OP_BODY_FAKES else 'fake'}, "
+        f"{(d.op_source if d.op in OP_BODY_FAKES else d.fake_source)!r})"
+        for d in made if d.exported_as and (d.fake or d.op in OP_BODY_FAKES))
+    op = "dynacheck::" + qualname.replace(".", "_")
+    code = (f"{MARKER}\n# torch.library.custom_op around the public function + register_fake from declared fakes\n"
+            f"_wrap_public({module!r}, {qualname!r}, {op!r}, factory={factory.rsplit('.', 1)[-1]!r}, "
+            f"fakes={{\n{fakes},\n}})\n")
+    summary = (f"Wrap `{function}` in torch.library.custom_op with a register_fake that runs the function's own body on fake tensors with "
+               f"`{factory}` swapped for the fakes FlashInfer declares beside its ops, so no shape rule is "
+               "written by hand.")
+    return Fix("custom_op", function, summary, file=path, snippet=code, sound=True)
