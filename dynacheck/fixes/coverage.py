@@ -32,8 +32,9 @@ def cleared(findings: Sequence[Finding]) -> list[Cleared]:
     for finding in findings:
         if not finding.outcome.fatal_under_fullgraph:
             continue
-        hit = None
-        for hop in finding.chain[1:]:
+        own = next((f for f in finding.fixes if f.sound), None)
+        hit = by_place.get(_canonical(own.at)) if own is not None and own.kind == "custom_op" else None
+        for hop in () if hit else finding.chain[1:]:
             fix = by_place.get(_canonical(hop.function))
             if fix is not None and (fix.kind == "custom_op" or hop is finding.chain[-1]):
                 hit = fix

@@ -174,11 +174,15 @@ def _register_factory(module_name, factory, ops):
     _rebind(original, factory_view, f"declared ops of {{module_name}}.{{factory}} ({{', '.join(sorted(registered))}})")
 
 
-def _wrap_public(module_name, function, op_name, factory, fakes):
+def _wrap_public(module_name, function, op_name, library_op, factory, fakes):
     """Make a public function one custom op; its fake is its own body with the factory's declared fakes."""
     module = importlib.import_module(module_name)
     original = getattr(module, function)
     if getattr(original, "__dynacheck_wrapped__", False):
+        return
+    existing = _existing_op(library_op)
+    if existing is not None:
+        _rebind(original, existing, f"registered op torch.ops.{{library_op.replace('::', '.')}} (already in the library)")
         return
     view = types.SimpleNamespace(**{{
         attr: _define(source, module, kernel_stub=(kind == "op_body")) for attr, (kind, source) in fakes.items()

@@ -35,9 +35,13 @@ Locate = Callable[[str], "tuple[str, str, str] | None"]  # function -> (module, 
 
 
 def declared_fix(chain: Sequence[Hop], locate: Locate) -> tuple[Fix | None, str]:
-    """The declared-op fix nearest the entry on this chain, or (None, why none applies)."""
+    """The declared-op fix nearest the entry on this chain, or (None, why none applies).
+
+    The entry itself is wrapped only when it is the library's own function (a public API scan):
+    a user's compiled forward is never made one opaque op.
+    """
     why = ""
-    for i in range(1, len(chain)):
+    for i in range(len(chain)):
         found = locate(chain[i].function)
         if found is None:
             continue
@@ -45,41 +49,57 @@ def declared_fix(chain: Sequence[Hop], locate: Locate) -> tuple[Fix | None, str]
         decls = read_file(path, module)
         if not decls:
             continue
-        own = next((d for d in decls if d.function == qualname and not d.factory), None)
-        if own is not None:
+        own = next((d for d in decls if d.function == qualname), None)
+        if own is not None and not own.factory:
+            if i == 0 and not _library_entry(chain, i):
+                continue
             if own.fake and own.schema_ok:
                 return _module_op_fix(own, path), ""
             why = why or _missing(own)
             continue
-        made = [d for d in decls if d.factory == qualname]
-        if not made:
+        if own is not None:  # the walk resolved `factory().attr` straight to the nested op
+            factory, attr, caller = own.factory, own.exported_as, i - 1
+        elif any(d.factory == qualname for d in decls):
+            factory, attr, caller = qualname, _attribute_taken(chain[i - 1].code, qualname) if i else "", i - 1
+        else:
             continue
-        attr = _attribute_taken(chain[i - 1].code, qualname.rsplit(".", 1)[-1])
-        used = [d for d in made if not attr or d.exported_as == attr]
-        if not used:
-            why = why or f"`{qualname}` declares no op named `{attr}`"
+        if caller < 0 or caller == 0 and not _library_entry(chain, i):
+            why = why or f"`{factory}`'s caller is the compiled entry itself"
             continue
-        if _factory_takes_arguments(path, qualname):
-            caller = locate(chain[i - 1].function)
-            if caller is None or i - 1 == 0:
-                why = why or f"`{qualname}` takes arguments and its caller is the entry"
-                continue
-            schema = read_signatures(caller[2]).get(caller[1], (False, True))[0]
-            if not schema:
-                why = why or (f"`{chain[i - 1].function}` (the caller of `{qualname}`) has no custom-op schema "
-                              "(an argument or the return is not a tensor/int/float/bool)")
-                continue
-            if not all(d.fake or d.op in OP_BODY_FAKES for d in used):
-                why = why or _missing(next(d for d in used if not d.fake))
-                continue
-            return _public_wrap_fix(chain[i - 1].function, caller, qualname, made), ""
-        usable = [d for d in made if d.fake and d.schema_ok]
-        if not attr or not any(d.exported_as == attr for d in usable):
-            why = why or (_missing(used[0]) if attr else f"the attribute taken from `{qualname}()` is not on "
-                          "the call line")
-            continue
-        return _factory_fix(module, qualname, path, usable, attr), ""
+        fix, reason = _factory_case(chain, caller, module, factory, attr, path, decls, locate)
+        if fix is not None:
+            return fix, ""
+        why = why or reason
     return None, why
+
+
+def _library_entry(chain: Sequence[Hop], i: int) -> bool:
+    """The entry is a function of the library that declares the op (its public API), not user code."""
+    return bool(chain[0].package) and chain[0].package == chain[i].package
+
+
+def _factory_case(chain: Sequence[Hop], caller: int, module: str, factory: str, attr: str, path: str,
+                  decls: Sequence[Declared], locate: Locate) -> tuple[Fix | None, str]:
+    made = [d for d in decls if d.factory == factory]
+    used = [d for d in made if not attr or d.exported_as == attr]
+    if not used:
+        return None, f"`{factory}` declares no op named `{attr}`"
+    if _factory_takes_arguments(path, factory):
+        where = locate(chain[caller].function)
+        schema = where is not None and read_signatures(where[2]).get(where[1], (False, True))[0]
+        if not schema:
+            return None, (f"`{chain[caller].function}` (the caller of `{factory}`) has no custom-op schema "
+                          "(an argument or the return is not a tensor/int/float/bool)")
+        missing = [d for d in used if not d.fake and d.op not in OP_BODY_FAKES]
+        if missing:
+            return None, _missing(missing[0])
+        return _public_wrap_fix(chain[caller].function, where, factory, made), ""
+    usable = [d for d in made if d.fake and d.schema_ok]
+    if not attr:
+        return None, f"the attribute taken from `{factory}()` is not on the call line"
+    if not any(d.exported_as == attr for d in usable):
+        return None, _missing(used[0])
+    return _factory_fix(module, factory, path, usable, attr), ""
 
 
 def _missing(decl: Declared) -> str:
@@ -88,8 +108,8 @@ def _missing(decl: Declared) -> str:
     return f"`{decl.op}`'s signature has no custom-op schema (e.g. a torch.Generator or Union argument)"
 
 
-def _attribute_taken(code: str, factory_name: str) -> str:
-    match = re.search(re.escape(factory_name) + r"\([^()]*(?:\([^()]*\)[^()]*)*\)\s*\.\s*(\w+)", code)
+def _attribute_taken(code: str, factory: str) -> str:
+    match = re.search(re.escape(factory.rsplit(".", 1)[-1]) + r"\([^()]*(?:\([^()]*\)[^()]*)*\)\s*\.\s*(\w+)", code)
     return match.group(1) if match else ""
 
 
@@ -125,12 +145,14 @@ def _factory_fix(module: str, factory: str, path: str, usable: list[Declared], a
 def _public_wrap_fix(function: str, caller: tuple[str, str, str], factory: str, made: list[Declared]) -> Fix:
     module, qualname, path = caller
     fakes = ",\n".join(
-        f"    {d.exported_as!r}: ({'op_body' if d.op in OP_BODY_FAKES else 'fake'}, "
+        f"    {d.exported_as!r}: ({'op_body' if d.op in OP_BODY_FAKES else 'fake'!r}, "
         f"{(d.op_source if d.op in OP_BODY_FAKES else d.fake_source)!r})"
         for d in made if d.exported_as and (d.fake or d.op in OP_BODY_FAKES))
     op = "dynacheck::" + qualname.replace(".", "_")
+    library_op = f"{module.split('.')[0]}::{qualname}"  # newer releases register the public function themselves
     code = (f"{MARKER}\n# torch.library.custom_op around the public function + register_fake from declared fakes\n"
-            f"_wrap_public({module!r}, {qualname!r}, {op!r}, factory={factory.rsplit('.', 1)[-1]!r}, "
+            f"_wrap_public({module!r}, {qualname!r}, {op!r}, library_op={library_op!r}, "
+            f"factory={factory.rsplit('.', 1)[-1]!r}, "
             f"fakes={{\n{fakes},\n}})\n")
     summary = (f"Wrap `{function}` in torch.library.custom_op with a register_fake that runs the function's own body on fake tensors with "
                f"`{factory}` swapped for the fakes FlashInfer declares beside its ops, so no shape rule is "
