@@ -15,7 +15,7 @@ import click
 def fix(emit_path: str, scan_file: str | None) -> int:
     """Generate a patch module that applies each finding's sound fix (no hand edits)."""
     from dynacheck.capture.command import load_scan
-    from dynacheck.fixes.emit import chosen_fixes, emit_patch
+    from dynacheck.fixes.emit import emission_lines, emit_patch
 
     if scan_file:
         findings = load_scan(scan_file).findings
@@ -25,8 +25,6 @@ def fix(emit_path: str, scan_file: str | None) -> int:
         findings = flagship_findings()
     Path(emit_path).parent.mkdir(parents=True, exist_ok=True)
     Path(emit_path).write_text(emit_patch(findings))
-    pairs = chosen_fixes(findings)
-    for fx, finding in pairs:
-        click.echo(f"{fx.kind:<24} {fx.at}  ({finding.rule})")
-    click.echo(f"wrote {emit_path}: {len(pairs)} fix(es) from {len(findings)} finding(s)")
+    for line in emission_lines(findings, emit_path):
+        click.echo(line)
     return 0

@@ -368,6 +368,25 @@ def manual_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
     return [(f, x) for f, x in first_sound_fixes(findings) if f.kind not in EMITTED_KINDS]
 
 
+def emission_lines(findings: Sequence[Finding], path: str) -> list[str]:
+    """What `fix --emit` prints: each fix under what the module does with it, then the counts.
+
+    The same classification writes the module's APPLIED lines, so the two agree (a test pins it).
+    """
+    rows = first_sound_fixes(findings)
+    lines = []
+    for wanted, title in ((APPLIED_KIND, "applied by the module"), (SKELETON, "skeleton, disabled until filled in"),
+                          (MANUAL, "to do by hand (listed, not applied)")):
+        chosen = [(fix, finding) for fix, finding in rows if category(fix) == wanted]
+        if chosen:
+            lines.append(f"{title}:")
+            lines += [f"  {fix.kind:<24} {fix.at}  ({finding.rule})" for fix, finding in chosen]
+    counts = {c: sum(category(f) == c for f, _ in rows) for c in (APPLIED_KIND, SKELETON, MANUAL)}
+    lines.append(f"wrote {path}: {counts[APPLIED_KIND]} applied, {counts[SKELETON]} skeleton(s), "
+                 f"{counts[MANUAL]} manual, from {len(findings)} finding(s)")
+    return lines
+
+
 def emit_patch(findings: Sequence[Finding]) -> str:
     """Source text of the patch module for these findings (deterministic: same input, same text)."""
     pairs = chosen_fixes(findings)
