@@ -55,13 +55,15 @@ def scanned(tmp_path_factory):
 
 def test_each_fatal_site_first_fix_is_built_from_the_declarations(scanned):
     fatal = [f for f in scanned if f.outcome.fatal_under_fullgraph]
-    assert len(fatal) == 3
+    assert len(fatal) == 4
     firsts = {f.fixes[0].at: f.fixes[0] for f in fatal}
-    assert set(firsts) == {"minilib.norm._scale", "minilib.sampling.get_sampling_module", "minilib.quant.quant"}
+    assert set(firsts) == {"minilib.norm._scale", "minilib.sampling.get_sampling_module", "minilib.quant.quant",
+                           "minilib.act.get_act_module"}
     assert all(fix.sound and fix.snippet.startswith(MARKER) for fix in firsts.values())
     assert "_register_declared('minilib.norm', '_scale', 'minilib::scale', mutates=('out', ), fake='_scale_fake')" \
         in firsts["minilib.norm._scale"].snippet
-    assert "_wrap_public('minilib.quant', 'quant'" in firsts["minilib.quant.quant"].snippet
+    assert "_wrap_public('minilib.quant', 'quant'" in firsts["minilib.quant.quant"].snippet  # annotated public
+    assert "keyed=True" in firsts["minilib.act.get_act_module"].snippet  # factory with arguments, unannotated caller
 
 
 def _run(code: str, tmp_path: Path) -> str:
@@ -91,14 +93,17 @@ def test_emitted_patch_makes_the_model_compile_fullgraph_equal_to_eager_and_pass
 
         import dynacheck_fixes
         print("APPLIED", len(dynacheck_fixes.APPLIED), [a for a in dynacheck_fixes.APPLIED if a.startswith("failed")])
-        eager = model(x, w, probs)
-        compiled = torch.compile(model, fullgraph=True, backend="eager")(x, w, probs)
-        print("EQUAL", all(torch.equal(a, b) for a, b in zip(eager, compiled)))
+        for backend in ("eager", "inductor"):
+            torch._dynamo.reset()
+            compiled = torch.compile(model, fullgraph=True, backend=backend)(x, w, probs)
+            eager = model(x, w, probs)
+            print("EQUAL", backend, all(torch.equal(a, b) for a, b in zip(eager, compiled)))
         import minilib.norm, minilib.sampling, minilib.quant
         checks = [
             (torch.ops.minilib.scale.default, (torch.empty(4, 8), x, w)),
             (torch.ops.minilib.renorm.default, (probs, 2)),
             (torch.ops.dynacheck.quant.default, (x, 0.5)),
+            (torch.ops.dynacheck.minilib_act_impl.default, ("get_act_module|'tanh'", torch.empty(4, 8), x)),
         ]
         for op, args in checks:
             result = torch.library.opcheck(op, args)
@@ -106,8 +111,8 @@ def test_emitted_patch_makes_the_model_compile_fullgraph_equal_to_eager_and_pass
     ''', tmp_path)
     assert "BEFORE failed" in out
     assert "APPLIED" in out and "[]" in out.split("APPLIED", 1)[1].splitlines()[0]
-    assert "EQUAL True" in out
-    assert out.count("OPCHECK") == 3 and "False" not in "".join(l for l in out.splitlines() if l.startswith("OPCHECK"))
+    assert "EQUAL eager True" in out and "EQUAL inductor True" in out
+    assert out.count("OPCHECK") == 4 and "False" not in "".join(l for l in out.splitlines() if l.startswith("OPCHECK"))
 
 
 def test_fix_emit_prints_exactly_what_the_module_applies(scanned, tmp_path):
@@ -130,7 +135,7 @@ def test_fix_emit_prints_exactly_what_the_module_applies(scanned, tmp_path):
     applied = [l[2:] for l in out.splitlines() if l.startswith("A|")]
     printed = emission_lines(findings, "dynacheck_fixes.py")
     rows = first_sound_fixes(findings)
-    assert printed[-1].startswith("wrote dynacheck_fixes.py: 3 applied, 1 skeleton(s), 1 manual")
+    assert printed[-1].startswith("wrote dynacheck_fixes.py: 4 applied, 1 skeleton(s), 1 manual")
     for fix, _ in rows:
         kind = category(fix)
         mine = [a for a in applied if fix.at in a or fix.at.rsplit(".", 1)[0] in a and "declared ops" in a]

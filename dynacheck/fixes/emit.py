@@ -24,6 +24,7 @@ Import it before the server starts (first import, or from sitecustomize.py). Fix
 {listing}
 """
 
+import functools
 import importlib
 import sys
 import types
@@ -137,36 +138,83 @@ def _register_declared(module_name, function, op_name, mutates, fake):
 class _FactoryView:
     """What a replaced module factory returns: the registered ops; anything else from the real factory."""
 
-    def __init__(self, factory, ops):
-        self.__dict__.update(ops)
+    def __init__(self, factory, ops, key=None):
         self._factory = factory
+        self._key = key
+        for attr, op in ops.items():
+            setattr(self, attr, op if key is None else functools.partial(op, key))
 
     def __getattr__(self, name):
-        return getattr(self._factory(), name)
+        args, kwargs = _FACTORY_KEYS.get(self._key, ((), ()))
+        return getattr(self._factory(*args, **dict(kwargs)), name)
 
 
-def _register_factory(module_name, factory, ops):
-    """Register a factory's declared ops for real and make the factory return them without building."""
+_FACTORY_KEYS = {{}}  # "factory|repr(arg)|..." -> (args, kwargs) the real factory is called with
+_FACTORY_VIEWS = {{}}
+
+
+def _factory_arguments(key):
+    """The factory's arguments from an op's key (a compiled graph may run before Dynamo replays the
+    bookkeeping that recorded them, so the key itself carries them as literals)."""
+    if key in _FACTORY_KEYS:
+        return _FACTORY_KEYS[key]
+    import ast
+
+    args, kwargs = [], []
+    for part in key.split("|")[1:]:
+        name, sep, value = part.partition("=")
+        if sep and name.isidentifier() and not part.startswith(("'", '"')):
+            kwargs.append((name, ast.literal_eval(value)))
+        else:
+            args.append(ast.literal_eval(part))
+    return tuple(args), tuple(kwargs)
+
+
+def _register_factory(module_name, factory, ops, keyed=False):
+    """Register a factory's declared ops for real and make the factory return them without building.
+
+    keyed: the factory takes arguments (a backend, a dtype): each op gets a leading `str` key that
+    names the factory arguments, so the op calls the real factory with them at run time.
+    """
     module = importlib.import_module(module_name)
     original = getattr(module, factory)
     if getattr(original, "__dynacheck_wrapped__", False):
         return
     registered = {{}}
     for attr, op_name, mutates, op_source, fake_source in ops:
-        op = _existing_op(op_name)
+        op = None if keyed else _existing_op(op_name)
         if op is None:
             prototype = _define(op_source, module, kernel_stub=True)
             schema = torch.library.infer_schema(prototype, mutates_args=mutates)
+            declared_fake = _adapted(_define(fake_source, module), prototype)
+            if keyed:
+                schema = "(str factory_key" + (", " if not schema.startswith("()") else "") + schema[1:]
+                op_name = "dynacheck::" + op_name.replace("::", "_")
 
-            def impl(*args, _attr=attr, **kwargs):
-                return getattr(original(), _attr)(*args, **kwargs)
+                def impl(factory_key, *args, _attr=attr, **kwargs):
+                    f_args, f_kwargs = _factory_arguments(factory_key)
+                    return getattr(original(*f_args, **dict(f_kwargs)), _attr)(*args, **kwargs)
 
+                def fake(factory_key, *args, _fake=declared_fake, **kwargs):
+                    return _fake(*args, **kwargs)
+            else:
+                def impl(*args, _attr=attr, **kwargs):
+                    return getattr(original(), _attr)(*args, **kwargs)
+
+                fake = declared_fake
             op = torch.library.custom_op(op_name, impl, mutates_args=mutates, schema=schema)
-            op.register_fake(_adapted(_define(fake_source, module), prototype))
+            op.register_fake(fake)
         registered[attr] = op
-    view = _FactoryView(original, registered)
+    plain = _FactoryView(original, registered)
 
     def factory_view(*args, **kwargs):
+        if not keyed:
+            return plain
+        key = "|".join([factory] + [repr(a) for a in args] + [f"{{k}}={{v!r}}" for k, v in sorted(kwargs.items())])
+        view = _FACTORY_VIEWS.get(key)
+        if view is None:
+            _FACTORY_KEYS[key] = (args, tuple(sorted(kwargs.items())))
+            view = _FACTORY_VIEWS[key] = _FactoryView(original, registered, key)
         return view
 
     factory_view.__dynacheck_wrapped__ = True

@@ -84,22 +84,19 @@ def _factory_case(chain: Sequence[Hop], caller: int, module: str, factory: str, 
     used = [d for d in made if not attr or d.exported_as == attr]
     if not used:
         return None, f"`{factory}` declares no op named `{attr}`"
-    if _factory_takes_arguments(path, factory):
+    keyed = _factory_takes_arguments(path, factory)
+    if keyed:
         where = locate(chain[caller].function)
         schema = where is not None and read_signatures(where[2]).get(where[1], (False, True))[0]
-        if not schema:
-            return None, (f"`{chain[caller].function}` (the caller of `{factory}`) has no custom-op schema "
-                          "(an argument or the return is not a tensor/int/float/bool)")
         missing = [d for d in used if not d.fake and d.op not in OP_BODY_FAKES]
-        if missing:
-            return None, _missing(missing[0])
-        return _public_wrap_fix(chain[caller].function, where, factory, made), ""
-    usable = [d for d in made if d.fake and d.schema_ok]
+        if schema and not missing:
+            return _public_wrap_fix(chain[caller].function, where, factory, made), ""
+    usable = [d for d in made if d.fake and d.schema_ok and d.op not in OP_BODY_FAKES]
     if not attr:
         return None, f"the attribute taken from `{factory}()` is not on the call line"
     if not any(d.exported_as == attr for d in usable):
         return None, _missing(used[0])
-    return _factory_fix(module, factory, path, usable, attr), ""
+    return _factory_fix(module, factory, path, usable, attr, keyed), ""
 
 
 def _missing(decl: Declared) -> str:
@@ -128,18 +125,22 @@ def _module_op_fix(decl: Declared, path: str) -> Fix:
     summary = (f"Register FlashInfer's own declaration `{decl.op}` (`{decl.module}.{decl.function}`, mutates "
                f"{list(decl.mutates) or 'nothing'}) for real with torch.library and its declared fake "
                f"`{decl.fake}` (register_fake), and rebind every holder: Dynamo then sees one op and never enters the JIT path.")
-    return Fix("custom_op", f"{decl.module}.{decl.function}", summary, file=path, line=decl.line,
+    return Fix("custom_op", f"{decl.module}.{decl.function}", summary, file=_relative(decl.module, path), line=decl.line,
                snippet=code, sound=True)
 
 
-def _factory_fix(module: str, factory: str, path: str, usable: list[Declared], attr: str) -> Fix:
+def _factory_fix(module: str, factory: str, path: str, usable: list[Declared], attr: str, keyed: bool = False) -> Fix:
     ops = ",\n".join(f"    ({d.exported_as!r}, {d.op!r}, {_tuple(d.mutates)}, {d.op_source!r}, {d.fake_source!r})"
                      for d in usable)
-    code = f"{MARKER}\n# torch.library.custom_op + register_fake for each declared op\n_register_factory({module!r}, {factory!r}, [\n{ops},\n])\n"
+    code = (f"{MARKER}\n# torch.library.custom_op + register_fake for each declared op\n"
+            f"_register_factory({module!r}, {factory!r}, [\n{ops},\n]{', keyed=True' if keyed else ''})\n")
     names = ", ".join(d.op for d in usable)
     summary = (f"Register the ops `{factory}` declares ({names}) for real with their declared fakes and make "
                f"`{factory}()` return them without building: the traced `{factory}().{attr}(...)` becomes one op.")
-    return Fix("custom_op", f"{module}.{factory}", summary, file=path, line=usable[0].line, snippet=code, sound=True)
+    if keyed:
+        summary += " The factory's arguments travel to each op as a string key."
+    return Fix("custom_op", f"{module}.{factory}", summary, file=_relative(module, path), line=usable[0].line,
+               snippet=code, sound=True)
 
 
 def _public_wrap_fix(function: str, caller: tuple[str, str, str], factory: str, made: list[Declared]) -> Fix:
@@ -157,4 +158,10 @@ def _public_wrap_fix(function: str, caller: tuple[str, str, str], factory: str, 
     summary = (f"Wrap `{function}` in torch.library.custom_op with a register_fake that runs the function's own body on fake tensors with "
                f"`{factory}` swapped for the fakes FlashInfer declares beside its ops, so no shape rule is "
                "written by hand.")
-    return Fix("custom_op", function, summary, file=path, snippet=code, sound=True)
+    return Fix("custom_op", function, summary, file=_relative(module, path), snippet=code, sound=True)
+
+
+def _relative(module: str, path: str) -> str:
+    """The file as reports show it: relative to the target root."""
+    base = module.replace(".", "/")
+    return base + "/__init__.py" if path.endswith("__init__.py") else base + ".py"
