@@ -12,6 +12,7 @@ Never imports the scanned code; one libcst parse per file that names a registrar
 from __future__ import annotations
 
 import functools
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -61,6 +62,24 @@ def _string(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _op_name(call: cst.Call | None, function: str) -> tuple[str, str] | None:
+    """(key to pair an op with its fake, op name). An op name built at run time
+    (`f"flashinfer::{fname}"`, FlashInfer's activation factory) is keyed by its template and
+    registered under a name of our own: `namespace::function`."""
+    if call is None or not call.args:
+        return None
+    node = call.args[0].value
+    name = _string(node)
+    if name:
+        return name, name
+    if isinstance(node, cst.FormattedString):
+        template = cst.Module([]).code_for_node(node)
+        match = re.match(r"^[rRbBfF]*['\"]+(\w+)::", template)
+        if match:
+            return template, f"{match.group(1)}::{function.lstrip('_')}"
+    return None
+
+
 def _mutates(call: cst.Call) -> tuple[str, ...]:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "mutates_args":
@@ -107,6 +126,10 @@ def _returned_names(factory: cst.FunctionDef) -> dict[str, str]:
                     for arg in small.value.args:
                         if arg.keyword is not None and isinstance(arg.value, cst.Name):
                             out[arg.value.value] = arg.keyword.value
+                        elif arg.star == "**" and isinstance(arg.value, cst.Dict):  # **{fname: op}: any name
+                            for element in arg.value.elements:
+                                if isinstance(element, cst.DictElement) and isinstance(element.value, cst.Name):
+                                    out[element.value.value] = "*"
     return out
 
 
@@ -132,14 +155,18 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
             for deco in stmt.decorators:
                 op_call = _registrar_call(deco, OP_REGISTRARS)
                 fake_call = _registrar_call(deco, FAKE_REGISTRARS)
-                name = _string(op_call.args[0].value) if op_call is not None and op_call.args else None
-                if name:
-                    ops[name] = Declared(
+                named = _op_name(op_call, stmt.name.value) if prefix else (
+                    _op_name(op_call, stmt.name.value) if op_call is not None and _string(op_call.args[0].value)
+                    else None)
+                if named:
+                    key, name = named
+                    ops[key] = Declared(
                         op=name, module=module_name, function=qual, mutates=_mutates(op_call),
                         line=lines[stmt].start.line, factory=factory,
                         exported_as=exported.get(stmt.name.value, ""), op_source=_source(stmt, module),
                         schema_ok=schema_inferable(stmt, module))
-                fake_name = _string(fake_call.args[0].value) if fake_call is not None and fake_call.args else None
+                fake_named = _op_name(fake_call, stmt.name.value)
+                fake_name = fake_named[0] if fake_named else None
                 if fake_name:
                     fakes[fake_name] = (qual, lines[stmt].start.line, _source(stmt, module))
             if not prefix and isinstance(stmt.body, cst.IndentedBlock):

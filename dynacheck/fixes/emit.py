@@ -141,11 +141,18 @@ class _FactoryView:
     def __init__(self, factory, ops, key=None):
         self._factory = factory
         self._key = key
+        self._any = None  # the op a factory exports under a name computed at run time (**{{fname: op}})
         for attr, op in ops.items():
-            setattr(self, attr, op if key is None else functools.partial(op, key))
+            bound = op if key is None else functools.partial(op, key)
+            if attr == "*":
+                self._any = bound
+            else:
+                setattr(self, attr, bound)
 
     def __getattr__(self, name):
-        args, kwargs = _FACTORY_KEYS.get(self._key, ((), ()))
+        if self._any is not None and not name.startswith("_"):
+            return self._any
+        args, kwargs = _factory_arguments(self._key) if self._key else ((), ())
         return getattr(self._factory(*args, **dict(kwargs)), name)
 
 
@@ -189,11 +196,15 @@ def _register_factory(module_name, factory, ops, keyed=False):
             declared_fake = _adapted(_define(fake_source, module), prototype)
             if keyed:
                 schema = "(str factory_key" + (", " if not schema.startswith("()") else "") + schema[1:]
-                op_name = "dynacheck::" + op_name.replace("::", "_")
+                op_name = "dynacheck::" + op_name.replace("::", "_")  # ours: the library's name is per key
 
                 def impl(factory_key, *args, _attr=attr, **kwargs):
                     f_args, f_kwargs = _factory_arguments(factory_key)
-                    return getattr(original(*f_args, **dict(f_kwargs)), _attr)(*args, **kwargs)
+                    real = original(*f_args, **dict(f_kwargs))
+                    if _attr == "*":  # the one op it exports, whatever its run-time name
+                        (_, fn), = vars(real).items()
+                        return fn(*args, **kwargs)
+                    return getattr(real, _attr)(*args, **kwargs)
 
                 def fake(factory_key, *args, _fake=declared_fake, **kwargs):
                     return _fake(*args, **kwargs)
@@ -232,7 +243,7 @@ def _wrap_public(module_name, function, op_name, library_op, factory, fakes):
     if existing is not None:
         _rebind(original, existing, f"registered op torch.ops.{{library_op.replace('::', '.')}} (already in the library)")
         return
-    view = types.SimpleNamespace(**{{
+    view = _FactoryView(None, {{
         attr: _define(source, module, kernel_stub=(kind == "op_body")) for attr, (kind, source) in fakes.items()
     }})
     op = torch.library.custom_op(op_name, original, mutates_args=())

@@ -81,7 +81,7 @@ def _library_entry(chain: Sequence[Hop], i: int) -> bool:
 def _factory_case(chain: Sequence[Hop], caller: int, module: str, factory: str, attr: str, path: str,
                   decls: Sequence[Declared], locate: Locate) -> tuple[Fix | None, str]:
     made = [d for d in decls if d.factory == factory]
-    used = [d for d in made if not attr or d.exported_as == attr]
+    used = [d for d in made if not attr or d.exported_as in (attr, "*")]
     if not used:
         return None, f"`{factory}` declares no op named `{attr}`"
     keyed = _factory_takes_arguments(path, factory)
@@ -94,7 +94,7 @@ def _factory_case(chain: Sequence[Hop], caller: int, module: str, factory: str, 
     usable = [d for d in made if d.fake and d.schema_ok and d.op not in OP_BODY_FAKES]
     if not attr:
         return None, f"the attribute taken from `{factory}()` is not on the call line"
-    if not any(d.exported_as == attr for d in usable):
+    if not any(d.exported_as in (attr, "*") for d in usable):
         return None, _missing(used[0])
     return _factory_fix(module, factory, path, usable, attr, keyed), ""
 
