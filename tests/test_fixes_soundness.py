@@ -60,3 +60,12 @@ def test_an_item_branch_in_the_forward_is_never_fixed_by_hoisting_the_forward(by
     hoist = _fix(finding, "hoist")
     assert not hoist.sound and "compiled entry itself" in hoist.summary
     assert finding.fixes[0].kind == "remove" and "torch.where" in finding.fixes[0].summary
+
+
+def test_a_skeleton_carries_the_functions_real_signature(by_site):
+    finding = by_site[("guarded_scale", "threading.Lock.__enter__")]
+    source = emit_patch([finding])
+    assert "ENABLE_FIX_1 = False" in source
+    assert "def op(x: torch.Tensor) -> torch.Tensor:\n        return original(x)" in source
+    assert "def _fake(x: torch.Tensor) -> torch.Tensor:" in source
+    compile(source, "dynacheck_fixes.py", "exec")

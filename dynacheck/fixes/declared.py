@@ -209,3 +209,35 @@ def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, b
                          or p.star_arg not in (None, cst.MaybeSentinel.DEFAULT))
             out[stmt.name.value] = (schema_inferable(stmt, module), takes)
     return out
+
+
+@functools.lru_cache(maxsize=512)
+def read_signature_texts(path: str) -> dict[str, tuple[str, str, str]]:
+    """Function qualname (module level and class methods) -> (parameters, call arguments, return) as source text,
+    `self`/`cls` left out: what a custom-op skeleton needs to carry the function's real signature."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            module = cst.parse_module(handle.read())
+    except (OSError, cst.ParserSyntaxError):
+        return {}
+    out: dict[str, tuple[str, str, str]] = {}
+
+    def one(fn: cst.FunctionDef, qualname: str) -> None:
+        params = [p for p in (*fn.params.posonly_params, *fn.params.params) if p.name.value not in ("self", "cls")]
+        kwonly = list(fn.params.kwonly_params)
+        if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.star_kwarg is not None:
+            return
+        text = ", ".join(module.code_for_node(p.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+                         for p in params + kwonly)
+        call = ", ".join([p.name.value for p in params] + [f"{p.name.value}={p.name.value}" for p in kwonly])
+        returns = module.code_for_node(fn.returns.annotation) if fn.returns is not None else ""
+        out[qualname] = (" ".join(text.split()), call, returns)
+
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            one(stmt, stmt.name.value)
+        elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.FunctionDef):
+                    one(inner, f"{stmt.name.value}.{inner.name.value}")
+    return out

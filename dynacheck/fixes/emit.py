@@ -306,7 +306,7 @@ _SKELETON = '''
 
 # Fix {n}: custom_op at {at} ({why})
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_{n} = True and check compiled output against eager.
 ENABLE_FIX_{n} = False
@@ -322,11 +322,11 @@ def _fix_{n}():
     owner, attr, original = loaded
 
     @torch.library.custom_op({op_name!r}, mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op({params}){arrow}:
+        return original({call})
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake({params}){arrow}:
         raise NotImplementedError(
             "dynacheck: write the fake for {at}: return empty tensors shaped as eager's outputs"
         )
@@ -469,7 +469,9 @@ def emit_patch(findings: Sequence[Finding]) -> str:
                 parts.append(_DECLARED.format(n=n, at=at, why=why, code=_indent(code, 4)))
             elif known is None:
                 op_name = "dynacheck::" + "_".join(fix.at.split(".")[-2:])
-                parts.append(_SKELETON.format(n=n, at=at, why=why, op_name=op_name))
+                params, call, arrow = _signature(fix)
+                parts.append(_SKELETON.format(n=n, at=at, why=why, op_name=op_name, params=params, call=call,
+                                              arrow=arrow))
             else:
                 parts.append(_CUSTOM_OP.format(
                     n=n, at=f"{known.module}.{known.attr}", why=why, source=known.source,
@@ -481,6 +483,23 @@ def emit_patch(findings: Sequence[Finding]) -> str:
         else:
             parts.append(_HOIST.format(n=n, at=at, why=why))
     return "".join(parts)
+
+
+def _signature(fix: Fix) -> tuple[str, str, str]:
+    """(parameters, call arguments, ' -> return') of the skeleton: the function's own when the scan read them."""
+    from dynacheck.fixes.place import SIGNATURE_MARK
+
+    for line in fix.snippet.splitlines():
+        if line.startswith("def ") and line.endswith(SIGNATURE_MARK):
+            head = line[: -len(SIGNATURE_MARK)].rstrip().rstrip("#").rstrip().rstrip(":")
+            inside, _, returns = head.partition("(")[2].rpartition(")")
+            names = []
+            for part in inside.split(","):
+                name = part.split(":")[0].split("=")[0].strip()
+                if name:
+                    names.append(name)
+            return inside, ", ".join(names), returns.replace("->", " -> ").replace("  ", " ").rstrip()
+    return "*args", "*args", ""
 
 
 def _is_method(at: str) -> bool:

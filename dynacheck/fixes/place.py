@@ -26,6 +26,7 @@ class HopFacts:
     def_file: str = ""
     def_line: int = 0
     returns: str = ""  # the `-> T` annotation text ("" when not annotated)
+    signature: tuple[str, str, str] | None = None  # (parameters, call arguments, return) source text, when known
 
 
 def op_returns_ok(annotation: str) -> bool:
@@ -125,7 +126,8 @@ def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, 
         reason = (f"Wrap `{boundary.function}` in torch.library.custom_op with a register_fake: it is the "
                   f"smallest function on this chain that owns the side effect and returns tensors, so Dynamo "
                   f"sees one opaque op and eager behaviour is kept.")
-        return Fix("custom_op", boundary.function, reason, snippet=custom_op_snippet(boundary.function),
+        return Fix("custom_op", boundary.function, reason,
+                   snippet=custom_op_snippet(boundary.function, facts[b].signature),
                    sound=template.sound, **where)
     if kind == "assume_constant_result":
         index = constant_index(chain, facts)
@@ -187,17 +189,24 @@ def edit_snippet(kind: str, code: str) -> str:
     return f"# compute before calling the compiled model and pass the value in: {code}"
 
 
-def custom_op_snippet(qualname: str) -> str:
+SIGNATURE_MARK = "the function's real signature, read from its source"
+
+
+def custom_op_snippet(qualname: str, signature: tuple[str, str, str] | None = None) -> str:
+    """A custom-op wrapper to fill in: with the function's real parameters when the scan read them."""
     module, _, name = qualname.rpartition(".")
+    params, call, returns = signature or ("*args", "*args", "")
+    arrow = f" -> {returns}" if returns else ""
+    mark = SIGNATURE_MARK if signature else "spell out the real signature"
     return (
         "import torch\n"
         f"import {module} as _lib\n\n"
         f"_orig = _lib.{name}\n\n"
         f"@torch.library.custom_op(\"dynacheck::{name}\", mutates_args=())\n"
-        f"def {name}(*args):  # spell out the real signature\n"
-        f"    return _orig(*args)\n\n"
+        f"def {name}({params}){arrow}:  # {mark}\n"
+        f"    return _orig({call})\n\n"
         f"@{name}.register_fake\n"
-        f"def _(*args):\n"
+        f"def _({params}){arrow}:\n"
         f"    ...  # return empty tensors with the exact shapes/dtypes eager returns\n\n"
         f"_lib.{name} = {name}  # and every other module global bound to the original\n"
     )
