@@ -145,3 +145,26 @@ def test_fix_emit_prints_exactly_what_the_module_applies(scanned, tmp_path):
             assert mine == [f"manual, not applied: {fix.kind} at {fix.at}"]
         else:
             assert mine and not any(a.startswith(("failed", "skipped", "manual", "skeleton")) for a in mine)
+
+
+def test_a_version_that_registers_the_op_itself_gets_a_fix_that_calls_it(tmp_path):
+    root = ROOT.parent / "newfx"
+    findings = scan_roots([root], ["newuser.model:Model.forward"], cache_dir=tmp_path / "cache").findings
+    fatal = [f for f in findings if f.outcome.fatal_under_fullgraph]
+    assert len(fatal) == 1
+    first = fatal[0].fixes[0]
+    assert first.at == "newlib.quant.quantize" and "torch.ops.newlib.quantize" in first.summary
+    (tmp_path / "dynacheck_fixes.py").write_text(emit_patch(findings))
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent('''
+        import torch
+        import dynacheck_fixes
+        from newuser.model import Model
+        x = torch.randn(4, 8)
+        compiled = torch.compile(Model(), fullgraph=True, backend="eager")(x)
+        print("EQUAL", torch.equal(compiled, Model()(x)), dynacheck_fixes.APPLIED)
+    '''))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "EQUAL True" in done.stdout and "registered op torch.ops.newlib.quantize" in done.stdout

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 OP_REGISTRARS = ("register_custom_op",)
+REAL_REGISTRARS = ("custom_op",)  # torch.library.custom_op: already a real op in this version
 FAKE_REGISTRARS = ("register_fake_op",)
 
 
@@ -38,6 +39,7 @@ class Declared:
     op_source: str = ""  # the op's def without decorators, dedented (factory ops: the body the fake may run)
     fake_source: str = ""  # the fake's def without decorators, dedented
     schema_ok: bool = True  # every parameter and the return annotated with a type torch.library infers
+    registered: bool = False  # the library registers it for real (`@torch.library.custom_op`): call torch.ops
 
     @property
     def name(self) -> str:
@@ -135,7 +137,7 @@ def _returned_names(factory: cst.FunctionDef) -> dict[str, str]:
 
 def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
     """The declarations in one module's source text."""
-    if not any(r in code for r in OP_REGISTRARS):
+    if not any(r in code for r in OP_REGISTRARS + REAL_REGISTRARS):
         return ()
     try:
         module = cst.parse_module(code)
@@ -153,6 +155,12 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
                 continue
             qual = prefix + stmt.name.value
             for deco in stmt.decorators:
+                real = _registrar_call(deco, REAL_REGISTRARS)
+                real_name = _string(real.args[0].value) if real is not None and real.args else None
+                if real_name and "library" in module.code_for_node(real.func):
+                    ops[real_name] = Declared(op=real_name, module=module_name, function=qual, mutates=_mutates(real),
+                                              line=lines[stmt].start.line, factory=factory, registered=True)
+                    continue
                 op_call = _registrar_call(deco, OP_REGISTRARS)
                 fake_call = _registrar_call(deco, FAKE_REGISTRARS)
                 named = _op_name(op_call, stmt.name.value) if prefix else (

@@ -119,6 +119,17 @@ def _existing_op(op_name):
         return None
 
 
+def _use_registered(module_name, function, op_name):
+    """The library registers the op itself (a newer release): point every holder of the plain function at it."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+    op = _existing_op(op_name)
+    if op is None:
+        APPLIED.append(f"failed (torch.ops has no {{op_name}} in this install): use registered op at {{module_name}}.{{function}}")
+        return
+    _rebind(original, op, f"registered op torch.ops.{{op_name.replace('::', '.')}} (the library's own)")
+
+
 def _register_declared(module_name, function, op_name, mutates, fake):
     """Register a module-level declared op for real, with the library's fake; rebind every holder."""
     module = importlib.import_module(module_name)

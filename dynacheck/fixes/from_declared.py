@@ -49,7 +49,12 @@ def declared_fix(chain: Sequence[Hop], locate: Locate) -> tuple[Fix | None, str]
         decls = read_file(path, module)
         if not decls:
             continue
-        own = next((d for d in decls if d.function == qualname), None)
+        short = qualname.rsplit(".", 1)[-1]
+        registered = next((d for d in decls if d.registered and not d.factory and d.op.endswith("::" + short)
+                           and d.function != qualname), None)
+        if registered is not None and (i > 0 or _library_entry(chain, i)):
+            return _use_registered_fix(module, qualname, registered), ""
+        own = next((d for d in decls if d.function == qualname and not d.registered), None)
         if own is not None and not own.factory:
             if i == 0 and not _library_entry(chain, i):
                 continue
@@ -97,6 +102,18 @@ def _factory_case(chain: Sequence[Hop], caller: int, module: str, factory: str, 
     if not any(d.exported_as in (attr, "*") for d in usable):
         return None, _missing(used[0])
     return _factory_fix(module, factory, path, usable, attr, keyed), ""
+
+
+def _use_registered_fix(module: str, qualname: str, registered: Declared) -> Fix:
+    """The scanned version already registers `ns::name` for real: call it instead of the plain function."""
+    namespace, name = registered.op.split("::")
+    code = (f"{MARKER}\n# the library registers {registered.op} itself: every holder of the plain function calls it\n"
+            f"_use_registered({module!r}, {qualname!r}, {registered.op!r})\n")
+    summary = (f"Call `torch.ops.{namespace}.{name}` instead of `{module}.{qualname}`: this version registers "
+               f"`{registered.op}` for real (`{module}.{registered.function}`, with its fake), while the plain "
+               "function still traces into the JIT path; the patch rebinds every holder to the registered op.")
+    return Fix("custom_op", f"{module}.{qualname}", summary, file=module.replace(".", "/") + ".py", line=registered.line,
+               snippet=code, sound=True)
 
 
 def _missing(decl: Declared) -> str:

@@ -148,6 +148,17 @@ def _existing_op(op_name):
         return None
 
 
+def _use_registered(module_name, function, op_name):
+    """The library registers the op itself (a newer release): point every holder of the plain function at it."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+    op = _existing_op(op_name)
+    if op is None:
+        APPLIED.append(f"failed (torch.ops has no {op_name} in this install): use registered op at {module_name}.{function}")
+        return
+    _rebind(original, op, f"registered op torch.ops.{op_name.replace('::', '.')} (the library's own)")
+
+
 def _register_declared(module_name, function, op_name, mutates, fake):
     """Register a module-level declared op for real, with the library's fake; rebind every holder."""
     module = importlib.import_module(module_name)
@@ -526,7 +537,7 @@ _apply(_fix_15, "custom_op at flashinfer.norm._gemma_rmsnorm")
 
 # Fix 16: custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_16 = True and check compiled output against eager.
 ENABLE_FIX_16 = False
@@ -542,11 +553,11 @@ def _fix_16():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::page__append_paged_mla_kv_cache_kernel', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(append_ckv: torch.Tensor, append_kpe: torch.Tensor, batch_indices: torch.Tensor, positions: torch.Tensor, ckv_cache: Optional[torch.Tensor], kpe_cache: Optional[torch.Tensor], kv_indices: torch.Tensor, kv_indptr: torch.Tensor, kv_last_page_len: torch.Tensor) -> None:
+        return original(append_ckv, append_kpe, batch_indices, positions, ckv_cache, kpe_cache, kv_indices, kv_indptr, kv_last_page_len)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(append_ckv: torch.Tensor, append_kpe: torch.Tensor, batch_indices: torch.Tensor, positions: torch.Tensor, ckv_cache: Optional[torch.Tensor], kpe_cache: Optional[torch.Tensor], kv_indices: torch.Tensor, kv_indptr: torch.Tensor, kv_last_page_len: torch.Tensor) -> None:
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.page._append_paged_mla_kv_cache_kernel: return empty tensors shaped as eager's outputs"
         )
@@ -645,7 +656,7 @@ _apply(_fix_24, "custom_op at flashinfer.sampling.get_sampling_module")
 
 # Fix 25: custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_25 = True and check compiled output against eager.
 ENABLE_FIX_25 = False
@@ -661,11 +672,11 @@ def _fix_25():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_sampling_from_logits', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits: return empty tensors shaped as eager's outputs"
         )
@@ -678,7 +689,7 @@ _apply(_fix_25, "custom_op at flashinfer.sampling.get_sampling_module.<locals>.s
 
 # Fix 26: custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_26 = True and check compiled output against eager.
 ENABLE_FIX_26 = False
@@ -694,11 +705,11 @@ def _fix_26():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_sampling_from_probs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs: return empty tensors shaped as eager's outputs"
         )
@@ -711,7 +722,7 @@ _apply(_fix_26, "custom_op at flashinfer.sampling.get_sampling_module.<locals>.s
 
 # Fix 27: custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_27 = True and check compiled output against eager.
 ENABLE_FIX_27 = False
@@ -727,11 +738,11 @@ def _fix_27():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_top_p_sampling_from_probs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs: return empty tensors shaped as eager's outputs"
         )
@@ -744,7 +755,7 @@ _apply(_fix_27, "custom_op at flashinfer.sampling.get_sampling_module.<locals>.t
 
 # Fix 28: custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_28 = True and check compiled output against eager.
 ENABLE_FIX_28 = False
@@ -760,11 +771,11 @@ def _fix_28():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_top_k_sampling_from_probs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs: return empty tensors shaped as eager's outputs"
         )
@@ -777,7 +788,7 @@ _apply(_fix_28, "custom_op at flashinfer.sampling.get_sampling_module.<locals>.t
 
 # Fix 29: custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_29 = True and check compiled output against eager.
 ENABLE_FIX_29 = False
@@ -793,11 +804,11 @@ def _fix_29():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_min_p_sampling_from_probs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs: return empty tensors shaped as eager's outputs"
         )
@@ -810,7 +821,7 @@ _apply(_fix_29, "custom_op at flashinfer.sampling.get_sampling_module.<locals>.m
 
 # Fix 30: custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_30 = True and check compiled output against eager.
 ENABLE_FIX_30 = False
@@ -826,11 +837,11 @@ def _fix_30():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_top_k_top_p_sampling_from_probs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs: return empty tensors shaped as eager's outputs"
         )
@@ -843,7 +854,7 @@ _apply(_fix_30, "custom_op at flashinfer.sampling.get_sampling_module.<locals>.t
 
 # Fix 31: custom_op at flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_31 = True and check compiled output against eager.
 ENABLE_FIX_31 = False
@@ -859,11 +870,11 @@ def _fix_31():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_chain_speculative_sampling', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling: return empty tensors shaped as eager's outputs"
         )
@@ -891,7 +902,7 @@ _apply(_fix_32, "custom_op at flashinfer.topk.get_topk_module")
 
 # Fix 33: custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_33 = True and check compiled output against eager.
 ENABLE_FIX_33 = False
@@ -907,11 +918,11 @@ def _fix_33():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_xqa', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.xqa.get_xqa_module.<locals>.xqa: return empty tensors shaped as eager's outputs"
         )
@@ -924,7 +935,7 @@ _apply(_fix_33, "custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa")
 
 # Fix 34: custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_34 = True and check compiled output against eager.
 ENABLE_FIX_34 = False
@@ -940,11 +951,11 @@ def _fix_34():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::<locals>_xqa_mla', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla: return empty tensors shaped as eager's outputs"
         )
@@ -983,7 +994,7 @@ _apply(_fix_36, "assume_constant_result at flashinfer.fp4_quantization.gen_fp4_q
 
 # Fix 37: custom_op at flashinfer.api_logging._dump_function_outputs (DC021 GB0007)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_37 = True and check compiled output against eager.
 ENABLE_FIX_37 = False
@@ -999,11 +1010,11 @@ def _fix_37():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::api_logging__dump_function_outputs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(dump_dir: str, result: Any) -> None:
+        return original(dump_dir, result)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(dump_dir: str, result: Any) -> None:
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.api_logging._dump_function_outputs: return empty tensors shaped as eager's outputs"
         )
@@ -1016,7 +1027,7 @@ _apply(_fix_37, "custom_op at flashinfer.api_logging._dump_function_outputs")
 
 # Fix 38: custom_op at flashinfer.api_logging._log_function_inputs (DC096 GB7000)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. give `op` the function's real typed parameters and return type (tensors, ints, floats, bools);
+#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
 #   3. set ENABLE_FIX_38 = True and check compiled output against eager.
 ENABLE_FIX_38 = False
@@ -1032,11 +1043,11 @@ def _fix_38():
     owner, attr, original = loaded
 
     @torch.library.custom_op('dynacheck::api_logging__log_function_inputs', mutates_args=())
-    def op(x: torch.Tensor) -> torch.Tensor:
-        return original(x)
+    def op(*args):
+        return original(*args)
 
     @op.register_fake
-    def _fake(x: torch.Tensor) -> torch.Tensor:
+    def _fake(*args):
         raise NotImplementedError(
             "dynacheck: write the fake for flashinfer.api_logging._log_function_inputs: return empty tensors shaped as eager's outputs"
         )
