@@ -66,7 +66,7 @@ def measure(name: str, rows, unit: str = "fatal sites") -> dict:
             if r.fix is None:
                 first = next((f for f in r.finding.fixes if f.sound), None)
                 declined = next((f for f in r.finding.fixes if f.kind == "custom_op" and not f.sound
-                                 and f.summary.startswith("No declared op")), None)
+                                 and f.summary.startswith("No declared op fix")), None)
                 reason = declined.summary if declined else (
                     f"first sound fix: {first.kind} at {first.at}" if first else "no sound fix")
                 why[reason] += 1

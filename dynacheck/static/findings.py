@@ -101,9 +101,12 @@ class FindingBuilder:
             volatile = rule.family == "time" or "random" in rule.name
             fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0), volatile)
             if not finding.fixes and finding.outcome.fatal_under_fullgraph:
-                declared, _ = declared_fix(finding.chain, self._locate)
+                declared, why = declared_fix(finding.chain, self._locate)
                 if declared is not None:
                     fixes = (declared, *fixes)
+                elif why:  # the library declares ops here, but none a fix can use: say why
+                    at = next((f.at for f in fixes if f.kind == "custom_op"), finding.site.function)
+                    fixes = (*fixes, Fix("custom_op", at, f"No declared op fix: {why}.", sound=False))
             findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
         findings = list(assign_fingerprints(findings))
         findings.sort(key=lambda f: (-severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
