@@ -37,6 +37,7 @@ class Declared:
     fake: str = ""  # qualname of the declared fake ("" when the library declares none)
     fake_line: int = 0
     op_source: str = ""  # the op's def without decorators, dedented (factory ops: the body the fake may run)
+    op_signature: str = ""  # the same def with its body replaced by `...`
     fake_source: str = ""  # the fake's def without decorators, dedented
     schema_ok: bool = True  # every parameter and the return annotated with a type torch.library infers
     registered: bool = False  # the library registers it for real (`@torch.library.custom_op`): call torch.ops
@@ -118,6 +119,12 @@ def _source(fn: cst.FunctionDef, module: cst.Module) -> str:
     return textwrap.dedent(module.code_for_node(fn.with_changes(decorators=(), leading_lines=())))
 
 
+def _signature_only(fn: cst.FunctionDef, module: cst.Module) -> str:
+    """The def with its body replaced by `...`: all a schema needs (keeps reports and patches small)."""
+    body = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(cst.Ellipsis())])])
+    return _source(fn.with_changes(body=body), module)
+
+
 def _returned_names(factory: cst.FunctionDef) -> dict[str, str]:
     """Local function name -> attribute in `return SimpleNamespace(attr=local, ...)`."""
     out: dict[str, str] = {}
@@ -172,6 +179,7 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
                         op=name, module=module_name, function=qual, mutates=_mutates(op_call),
                         line=lines[stmt].start.line, factory=factory,
                         exported_as=exported.get(stmt.name.value, ""), op_source=_source(stmt, module),
+                        op_signature=_signature_only(stmt, module),
                         schema_ok=schema_inferable(stmt, module))
                 fake_named = _op_name(fake_call, stmt.name.value)
                 fake_name = fake_named[0] if fake_named else None

@@ -9,6 +9,7 @@ fp4_quantize`, `flashinfer.fp4_quantization.fp4_quantize`, SGLang's `modelopt_qu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from dynacheck.fixes.from_declared import MARKER
@@ -408,6 +409,9 @@ def first_sound_fixes(findings: Sequence[Finding]) -> list[tuple[Fix, Finding]]:
         key = (fix.kind, _canonical(fix.at))
         if key not in chosen or (_declared_code(fix) and not _declared_code(chosen[key][0])):
             chosen[key] = (fix, finding)  # the declared-op code, when one chain has it, is the fix to apply
+        elif _declared_code(fix) and "_register_factory(" in fix.snippet:
+            kept = chosen[key][0]
+            chosen[key] = (replace(kept, snippet=_merge_factory_ops(kept.snippet, fix.snippet)), chosen[key][1])
     return list(chosen.values())
 
 
@@ -511,6 +515,17 @@ def _signature(fix: Fix) -> tuple[str, str, str]:
                     names.append(name)
             return inside, ", ".join(names), returns.replace("->", " -> ").replace("  ", " ").rstrip()
     return "*args", "*args", ""
+
+
+def _merge_factory_ops(code: str, other: str) -> str:
+    """One factory fix per factory: each chain's snippet names the ops its call takes; register them all."""
+    lines = code.splitlines(keepends=True)
+    have = {line for line in lines if line.startswith("    (")}
+    extra = [line for line in other.splitlines(keepends=True) if line.startswith("    (") and line not in have]
+    if not extra:
+        return code
+    last = max(i for i, line in enumerate(lines) if line.startswith("    ("))
+    return "".join(lines[:last + 1] + extra + lines[last + 1:])
 
 
 def _is_method(at: str) -> bool:

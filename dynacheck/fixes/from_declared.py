@@ -95,13 +95,13 @@ def _factory_case(chain: Sequence[Hop], caller: int, module: str, factory: str, 
         schema = where is not None and read_signatures(where[2]).get(where[1], (False, True))[0]
         missing = [d for d in used if not d.fake and d.op not in OP_BODY_FAKES]
         if schema and not missing:
-            return _public_wrap_fix(chain[caller].function, where, factory, made), ""
+            return _public_wrap_fix(chain[caller].function, where, factory, used), ""
     usable = [d for d in made if d.fake and d.schema_ok and d.op not in OP_BODY_FAKES]
     if not attr:
         return None, f"the attribute taken from `{factory}()` is not on the call line"
     if not any(d.exported_as in (attr, "*") for d in usable):
         return None, _missing(used[0])
-    return _factory_fix(module, factory, path, usable, attr, keyed), ""
+    return _factory_fix(module, factory, path, [d for d in usable if d.exported_as in (attr, "*")], attr, keyed), ""
 
 
 def _use_registered_fix(module: str, qualname: str, registered: Declared) -> Fix:
@@ -147,7 +147,7 @@ def _module_op_fix(decl: Declared, path: str) -> Fix:
 
 
 def _factory_fix(module: str, factory: str, path: str, usable: list[Declared], attr: str, keyed: bool = False) -> Fix:
-    ops = ",\n".join(f"    ({d.exported_as!r}, {d.op!r}, {_tuple(d.mutates)}, {d.op_source!r}, {d.fake_source!r})"
+    ops = ",\n".join(f"    ({d.exported_as!r}, {d.op!r}, {_tuple(d.mutates)}, {d.op_signature!r}, {d.fake_source!r})"
                      for d in usable)
     code = (f"{MARKER}\n# torch.library.custom_op + register_fake for each declared op\n"
             f"_register_factory({module!r}, {factory!r}, [\n{ops},\n]{', keyed=True' if keyed else ''})\n")
