@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dynacheck.capture.flagship import flagship_findings
-from dynacheck.fixes.emit import chosen_fixes, emit_patch
+from dynacheck.fixes.emit import chosen_fixes, emit_patch, first_sound_fixes
 from dynacheck.fixes.known_fakes import fp4_scale_shape
 from dynacheck.model import Finding, Fix, Outcome, ScanResult, Site
 
@@ -238,3 +238,19 @@ def test_patch_never_breaks_start_up(monkeypatch):
     assert "assume_constant_result: dc_lib2.Spec.build" in applied
     assert getattr(Spec.build, "_dynamo_marked_constant", False) is True
     assert lib.needs_arg is needs_arg  # untouched
+
+
+def test_factory_fixes_for_one_factory_merge_the_ops_each_chain_takes():
+    from dynacheck.fixes.from_declared import MARKER
+
+    def factory_fix(entry: str) -> Fix:
+        code = (f"{MARKER}\n_register_factory('lib.m', 'get_module', [\n{entry},\n])\n")
+        return Fix(kind="custom_op", at="lib.m.get_module", summary="", snippet=code)
+
+    a = "    ('softmax', 'lib::softmax', (), 'def softmax(x: torch.Tensor) -> torch.Tensor: ...', 'def f(x): ...')"
+    b = "    ('renorm', 'lib::renorm', (), 'def renorm(x: torch.Tensor) -> torch.Tensor: ...', 'def g(x): ...')"
+    pairs = first_sound_fixes([_finding(factory_fix(a)), _finding(factory_fix(b)), _finding(factory_fix(a))])
+    assert len(pairs) == 1
+    merged = pairs[0][0].snippet
+    assert merged.count("'lib::softmax'") == 1 and merged.count("'lib::renorm'") == 1
+    compile(merged, "snippet", "exec")

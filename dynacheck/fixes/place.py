@@ -8,6 +8,7 @@ a pre-warm is sound only when the forward reads a plain global the warm-up fille
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -24,6 +25,21 @@ class HopFacts:
     cached: bool  # functools.cache / lru_cache
     def_file: str = ""
     def_line: int = 0
+    returns: str = ""  # the `-> T` annotation text ("" when not annotated)
+    signature: tuple[str, str, str] | None = None  # (parameters, call arguments, return) source text, when known
+
+
+def op_returns_ok(annotation: str) -> bool:
+    """A custom op can return tensors, ints, floats, bools, lists/tuples of them, or None (mutating ops).
+
+    `str`, dicts, objects and unannotated returns have no schema: such a function is no custom-op boundary.
+    """
+    words = set(re.findall(r"[A-Za-z_]+", annotation))
+    return bool(words) and words <= _OP_WORDS and ("Tensor" in words or words == {"None"})
+
+
+_OP_WORDS = {"torch", "Tensor", "int", "float", "bool", "None", "Optional", "Tuple", "tuple", "List", "list",
+             "Sequence", "SymInt"}
 
 
 def boundary_index(chain: Sequence[Hop], facts: Sequence[HopFacts]) -> int:
@@ -74,8 +90,29 @@ def place(templates: Sequence[FixTemplate], chain: Sequence[Hop], facts: Sequenc
     # A site below a library boundary is best fixed at the boundary: one custom op covers every hazard
     # under it, while a hoist or guard edits library code for one site only.
     below_boundary = b < len(chain) - 1
-    fixes.sort(key=lambda f: (not f.sound, not (below_boundary and f.kind == "custom_op")))
+    in_entry = len(chain) == 1 or site.function == chain[0].function
+    fixes.sort(key=lambda f: (not f.sound, not (below_boundary and f.kind == "custom_op"),
+                              in_entry and f.kind not in EDIT_KINDS))
     return tuple(fixes)
+
+
+EDIT_KINDS = ("guard", "remove", "move_out")
+
+
+def _unsound_reason(kind: str, chain: Sequence[Hop], facts: Sequence[HopFacts], index: int) -> str:
+    """Why a wrapper fix cannot work for this function ("" when it can), read from the function itself."""
+    hop = chain[index]
+    if index == 0:
+        return (f"Not sound: `{hop.function}` is the compiled entry itself; wrapping it makes the whole model "
+                "opaque (custom op) or freezes its output (hoist). Edit the hazard's line instead.")
+    if kind == "custom_op" and not op_returns_ok(facts[index].returns):
+        shown = facts[index].returns or "no return annotation"
+        return (f"Not sound: `{hop.function}` returns `{shown}`; a custom op takes and returns only tensors, "
+                "ints, floats, bools or lists of them, so no schema exists for it.")
+    if kind == "hoist" and facts[index].has_params:
+        return (f"Not sound: `{hop.function}`'s result depends on its arguments, so a value computed once at load "
+                "would be wrong for the next call.")
+    return ""
 
 
 def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, cached_hops: list[str],
@@ -83,10 +120,14 @@ def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, 
     kind = template.kind
     where = dict(file=facts[b].def_file or boundary.file, line=facts[b].def_line or boundary.line)
     if kind == "custom_op":
+        unsound = _unsound_reason(kind, chain, facts, b)
+        if unsound:
+            return Fix("custom_op", boundary.function, unsound, sound=False, **where)
         reason = (f"Wrap `{boundary.function}` in torch.library.custom_op with a register_fake: it is the "
                   f"smallest function on this chain that owns the side effect and returns tensors, so Dynamo "
                   f"sees one opaque op and eager behaviour is kept.")
-        return Fix("custom_op", boundary.function, reason, snippet=custom_op_snippet(boundary.function),
+        return Fix("custom_op", boundary.function, reason,
+                   snippet=custom_op_snippet(boundary.function, facts[b].signature),
                    sound=template.sound, **where)
     if kind == "assume_constant_result":
         index = constant_index(chain, facts)
@@ -123,27 +164,49 @@ def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, 
                    "computing it once at load time would change what it returns.", file=site.file, line=site.line,
                    sound=template.sound)
     if kind == "hoist":
+        unsound = _unsound_reason(kind, chain, facts, len(chain) - 1)
+        if unsound:
+            return Fix(kind, site.function, unsound, file=site.file, line=site.line, sound=False)
         return Fix(kind, site.function, f"Compute `{site.function}`'s result at import or model load and read a "
                    "plain module global inside the forward.", file=site.file, line=site.line, sound=template.sound)
     if kind == "guard":
         return Fix(kind, site.function, "Skip it when compiled with `if not torch.compiler.is_compiling():` — "
                    "note the call then never runs inside the compiled model.", file=site.file, line=site.line,
-                   sound=template.sound)
+                   snippet=edit_snippet(kind, site.code), sound=template.sound)
     text = " ".join(template.text.split())
-    return Fix(kind, site.function, text[:300], file=site.file, line=site.line, sound=template.sound)
+    return Fix(kind, site.function, text[:300], file=site.file, line=site.line,
+               snippet=edit_snippet(kind, site.code) if kind in EDIT_KINDS else "", sound=template.sound)
 
 
-def custom_op_snippet(qualname: str) -> str:
+def edit_snippet(kind: str, code: str) -> str:
+    """The edit shown as code for a hazard line (the `fix --patch` diff applies the guard)."""
+    if not code:
+        return ""
+    if kind == "guard":
+        return f"if not torch.compiler.is_compiling():\n    {code}"
+    if kind == "remove":
+        return f"# removed from the compiled path: {code}"
+    return f"# compute before calling the compiled model and pass the value in: {code}"
+
+
+SIGNATURE_MARK = "the function's real signature, read from its source"
+
+
+def custom_op_snippet(qualname: str, signature: tuple[str, str, str] | None = None) -> str:
+    """A custom-op wrapper to fill in: with the function's real parameters when the scan read them."""
     module, _, name = qualname.rpartition(".")
+    params, call, returns = signature or ("*args", "*args", "")
+    arrow = f" -> {returns}" if returns else ""
+    mark = SIGNATURE_MARK if signature else "spell out the real signature"
     return (
         "import torch\n"
         f"import {module} as _lib\n\n"
         f"_orig = _lib.{name}\n\n"
         f"@torch.library.custom_op(\"dynacheck::{name}\", mutates_args=())\n"
-        f"def {name}(*args):  # spell out the real signature\n"
-        f"    return _orig(*args)\n\n"
+        f"def {name}({params}){arrow}:  # {mark}\n"
+        f"    return _orig({call})\n\n"
         f"@{name}.register_fake\n"
-        f"def _(*args):\n"
+        f"def _({params}){arrow}:\n"
         f"    ...  # return empty tensors with the exact shapes/dtypes eager returns\n\n"
         f"_lib.{name} = {name}  # and every other module global bound to the original\n"
     )

@@ -11,7 +11,9 @@ from dataclasses import replace
 from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
-from dynacheck.fixes.place import HopFacts, boundary_index, place
+from dynacheck.fixes.declared import read_signature_texts
+from dynacheck.fixes.from_declared import declared_fix
+from dynacheck.fixes.place import HopFacts, boundary_index, op_returns_ok, place
 from dynacheck.gate.fingerprint import assign_fingerprints
 from dynacheck.model import Condition, Finding, Fix, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
@@ -69,6 +71,7 @@ class FindingBuilder:
         self.display = _memo(display)  # absolute path -> path shown to users
         self.package_of = _memo(package_of)  # absolute path -> distribution name
         self.lines = SourceLines()
+        self._located: dict[str, tuple[str, str, str] | None] = {}
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
         candidates: dict[tuple, list[tuple[Finding, list[HopFacts]]]] = {}
@@ -93,6 +96,13 @@ class FindingBuilder:
             rule = self.catalog.get(finding.rule)
             volatile = rule.family == "time" or "random" in rule.name
             fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0), volatile)
+            if not finding.fixes and finding.outcome.fatal_under_fullgraph:
+                declared, why = declared_fix(finding.chain, self._locate)
+                if declared is not None:
+                    fixes = (declared, *fixes)
+                elif why:  # the library declares ops here, but none a fix can use: say why
+                    at = next((f.at for f in fixes if f.kind == "custom_op"), finding.site.function)
+                    fixes = (*fixes, Fix("custom_op", at, f"No declared op fix: {why}.", sound=False))
             findings.append(replace(finding, fixes=fixes, also_reached_by=counts[key] - 1))
         findings = list(assign_fingerprints(findings))
         findings.sort(key=lambda f: (bool(f.conditions), -severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
@@ -157,6 +167,20 @@ class FindingBuilder:
             best[key] = (loop, facts[:index + 1])
 
     # ----- pieces ------------------------------------------------------------------------------
+
+    def _locate(self, function: str) -> tuple[str, str, str] | None:
+        """(module, qualname, path) of a hop's function, from the modules the walk already loaded."""
+        if function not in self._located:
+            self._located[function] = None
+            parts = function.split(".")
+            for cut in range(len(parts) - 1, 0, -1):
+                summary = self.index.module(".".join(parts[:cut]))
+                if summary is not None:
+                    qualname = ".".join(parts[cut:])
+                    if qualname in summary.functions or qualname.split(".<locals>")[0] in summary.functions:
+                        self._located[function] = (".".join(parts[:cut]), qualname, summary.path)
+                        break
+        return self._located[function]
 
     def _rule(self, hit: Hit) -> Rule | None:
         if hit.kind == "call":
@@ -261,7 +285,9 @@ class FindingBuilder:
             ))
             decorators = {self._decorator_name(d) for d in fn.decorators}
             facts.append(HopFacts(
-                returns_tensors="Tensor" in fn.returns_annotation,
+                returns_tensors=op_returns_ok(fn.returns_annotation), returns=fn.returns_annotation,
+                signature=read_signature_texts(path).get(fn.qualname.split("@")[0]) if "<locals>" not in fn.qualname
+                else None,
                 has_params=bool([p for p in fn.params if p not in ("self", "cls")]),
                 cached=bool(decorators & set(CACHE_DECORATORS)) or any("cache" in d for d in decorators),
                 def_file=self.display(path), def_line=fn.line,

@@ -1,0 +1,144 @@
+"""Benchmark: how many fatal sites get a fix the patch module applies (not a skeleton, not by hand).
+
+Two scans, both offline from the cached wheels:
+- flagship: the GLM-5 preset on sglang 0.5.9 + flashinfer-python 0.6.3 (every configuration: the
+  deployment-aware scan will narrow it to the unconditional sites);
+- public API: every function flashinfer 0.6.3 exports from `flashinfer/__init__.py` as an entry
+  (read statically), counting the fixes whose fake comes from FlashInfer's own declarations.
+
+    python bench/fix_coverage.py [--write bench/RESULTS.md] [--json reports/fixes/coverage.json]
+        [--emit reports/fixes/flashinfer_public_fixes.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import json
+import sys
+from pathlib import Path
+
+from dynacheck.fixes.coverage import cleared
+from dynacheck.fixes.emit import emit_patch
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static.scan import scan_targets
+
+COMMAND = ("python bench/fix_coverage.py --write bench/RESULTS.md --json reports/fixes/coverage.json "
+           "--emit reports/fixes/flashinfer_public_fixes.py")
+SECTION = "## Fix coverage: fatal sites with an applied fix"
+
+
+def public_entries(root: Path) -> list[str]:
+    """`module:function` for each function `flashinfer/__init__.py` re-exports (classes left out)."""
+    init = root / "flashinfer" / "__init__.py"
+    entries = []
+    for node in ast.parse(init.read_text()).body:
+        if not isinstance(node, ast.ImportFrom) or node.level != 1 or not node.module:
+            continue
+        module = "flashinfer." + node.module
+        path = root / Path(*module.split("."))
+        source = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
+        if not source.exists():
+            continue
+        defs = {n.name for n in ast.parse(source.read_text()).body if isinstance(n, ast.FunctionDef)}
+        entries += [f"{module}:{a.name}" for a in node.names if a.name in defs]
+    return sorted(set(entries))
+
+
+LOGGING_WRAPPER = "flashinfer.api_logging.flashinfer_api.<locals>.decorator.<locals>.wrapper"
+
+
+def only_with_logging(row) -> bool:
+    """Reached only through @flashinfer_api's logging wrapper, which exists only when FLASHINFER_LOGLEVEL > 0
+    (at the default 0 the decorator returns the function itself): a conditional site."""
+    return any(h.function == LOGGING_WRAPPER for h in row.finding.chain)
+
+
+def measure(name: str, rows, unit: str = "fatal sites") -> dict:
+    out = {"scan": name, "unit": unit}
+    for label, chosen in (("all", rows), ("without_loglevel_sites", [r for r in rows if not only_with_logging(r)])):
+        fatal = len(chosen)
+        applied = sum(r.fix is not None for r in chosen)
+        declared = sum(r.declared for r in chosen)
+        why = collections.Counter()
+        for r in chosen:
+            if r.fix is None:
+                first = next((f for f in r.finding.fixes if f.sound), None)
+                declined = next((f for f in r.finding.fixes if f.kind == "custom_op" and not f.sound
+                                 and f.summary.startswith("No declared op fix")), None)
+                reason = declined.summary if declined else (
+                    f"first sound fix: {first.kind} at {first.at}" if first else "no sound fix")
+                why[reason] += 1
+        out[label] = {"fatal": fatal, "applied": applied, "declared": declared,
+                      "applied_share": applied / fatal if fatal else 0.0,
+                      "declared_share": declared / fatal if fatal else 0.0, "not_cleared": why.most_common()}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--write", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--emit", type=Path, default=None, help="write the public-API patch module here")
+    args = parser.parse_args()
+
+    sglang = resolve_target("sglang==0.5.9", offline=True)
+    flashinfer = resolve_target("flashinfer-python==0.6.3", offline=True)
+    flagship = scan_targets([sglang, flashinfer], [], "glm5")
+    entries = public_entries(Path(flashinfer.root))
+    public = scan_targets([flashinfer], entries)
+    pairs = []  # (entry, fatal site) pairs: each exported function scanned as the only entry
+    for entry in entries:
+        pairs += cleared(scan_targets([flashinfer], [entry]).findings)
+    results = [measure("flagship (glm5 preset, all configurations)", cleared(flagship.findings)),
+               measure(f"flashinfer 0.6.3 public API ({len(entries)} exported functions, one scan per function)",
+                       pairs, unit="(exported function, fatal site) pairs")]
+    for r in results:
+        for label in ("all", "without_loglevel_sites"):
+            m = r[label]
+            print(f"{r['scan']} [{label}]: {m['applied']}/{m['fatal']} applied ({m['applied_share']:.0%}), "
+                  f"{m['declared']} from FlashInfer's declarations ({m['declared_share']:.0%})")
+    if args.emit:
+        args.emit.parent.mkdir(parents=True, exist_ok=True)
+        args.emit.write_text(emit_patch(public.findings))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"command": COMMAND, "results": results}, indent=1) + "\n")
+    if args.write:
+        _write(args.write, results)
+    return 0
+
+
+def _write(path: Path, results: list[dict]) -> None:
+    lines = [SECTION, "", f"Command: `{COMMAND}` (offline, cached wheels; torch {_torch()})", "",
+             "A site is cleared when the patch module applies a fix on its chain (a custom op at or above it, or a "
+             "hoist / assume_constant_result of its function); skeletons and hand edits do not count. "
+             "\"without LOGLEVEL sites\" leaves out the sites reached only through `@flashinfer_api`'s logging "
+             "wrapper, which exists only when FLASHINFER_LOGLEVEL > 0 (default 0).", "",
+             "| scan | counted | unit | fatal | cleared by an applied fix | share | fix built from FlashInfer's "
+             "declarations | share |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        for label in ("all", "without_loglevel_sites"):
+            m = r[label]
+            lines.append(f"| {r['scan']} | {label.replace('_', ' ')} | {r['unit']} | {m['fatal']} | {m['applied']} | "
+                         f"{m['applied_share']:.0%} | {m['declared']} | {m['declared_share']:.0%} |")
+    lines += ["", "Every site left without an applied fix, with the reason: `reports/fixes/coverage.json`.", ""]
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    if SECTION in text:
+        head, _, rest = text.partition(SECTION)
+        tail = rest.split("\n## ", 1)
+        text = head + "\n".join(lines) + ("\n## " + tail[1] if len(tail) > 1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(lines)
+    path.write_text(text)
+
+
+def _torch() -> str:
+    import torch
+
+    return torch.__version__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Read a library's own op declarations statically: `@register_custom_op("ns::name", mutates_args=...)`
+functions and the `@register_fake_op("ns::name")` fakes beside them, at module level and inside
+module factories (FlashInfer's `get_fp4_quantization_module` defines its ops after loading the JIT
+module and returns them in a SimpleNamespace).
+
+Why: FlashInfer made both decorators no-ops (dispatch overhead), so its ops are plain Python that
+Dynamo traces into the JIT build. The library already wrote the schema, the mutation list and the
+fake: a fix registers exactly that declaration for real instead of inventing a fake per function.
+Never imports the scanned code; one libcst parse per file that names a registrar.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import textwrap
+from dataclasses import dataclass
+
+import libcst as cst
+
+OP_REGISTRARS = ("register_custom_op",)
+REAL_REGISTRARS = ("custom_op",)  # torch.library.custom_op: already a real op in this version
+FAKE_REGISTRARS = ("register_fake_op",)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One op the library declares, with what a real registration needs."""
+
+    op: str  # "flashinfer::rmsnorm"
+    module: str  # "flashinfer.norm"
+    function: str  # qualname: "_rmsnorm", or "get_fp4_quantization_module.<locals>.fp4_quantize_sm100"
+    mutates: tuple[str, ...]
+    line: int
+    factory: str = ""  # the module-level function that defines it ("" at module level)
+    exported_as: str = ""  # attribute of the factory's returned namespace holding it
+    fake: str = ""  # qualname of the declared fake ("" when the library declares none)
+    fake_line: int = 0
+    op_source: str = ""  # the op's def without decorators, dedented (factory ops: the body the fake may run)
+    op_signature: str = ""  # the same def with its body replaced by `...`
+    fake_source: str = ""  # the fake's def without decorators, dedented
+    schema_ok: bool = True  # every parameter and the return annotated with a type torch.library infers
+    registered: bool = False  # the library registers it for real (`@torch.library.custom_op`): call torch.ops
+
+    @property
+    def name(self) -> str:
+        return self.function.rsplit(".", 1)[-1]
+
+
+def _registrar_call(deco: cst.Decorator, names: tuple[str, ...]) -> cst.Call | None:
+    node = deco.decorator
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return node if last in names else None
+
+
+def _string(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value if isinstance(node.evaluated_value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _op_name(call: cst.Call | None, function: str) -> tuple[str, str] | None:
+    """(key to pair an op with its fake, op name). An op name built at run time
+    (`f"flashinfer::{fname}"`, FlashInfer's activation factory) is keyed by its template and
+    registered under a name of our own: `namespace::function`."""
+    if call is None or not call.args:
+        return None
+    node = call.args[0].value
+    name = _string(node)
+    if name:
+        return name, name
+    if isinstance(node, cst.FormattedString):
+        template = cst.Module([]).code_for_node(node)
+        match = re.match(r"^[rRbBfF]*['\"]+(\w+)::", template)
+        if match:
+            return template, f"{match.group(1)}::{function.lstrip('_')}"
+    return None
+
+
+def _mutates(call: cst.Call) -> tuple[str, ...]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "mutates_args":
+            value = arg.value
+            if isinstance(value, (cst.Tuple, cst.List)):
+                return tuple(s for s in (_string(e.value) for e in value.elements) if s)
+            single = _string(value)
+            return (single,) if single else ()  # `mutates_args=("")` is the string "": nothing mutated
+    return ()
+
+
+_SCALARS = ("Tensor", "int", "float", "bool", "str", "None", "Optional", "List", "list", "Tuple", "tuple",
+            "Sequence", "torch", "dtype", "device", "SymInt")
+
+
+def schema_inferable(fn: cst.FunctionDef, module: cst.Module) -> bool:
+    """Every parameter and the return carry an annotation torch.library can turn into a schema."""
+    params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+    if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.star_kwarg is not None:
+        return False
+    annotations = [p.annotation for p in params] + [fn.returns]
+    for n, annotation in enumerate(annotations):
+        if annotation is None:
+            return False
+        text = module.code_for_node(annotation.annotation)
+        words = {w for w in text.replace("[", " ").replace("]", " ").replace(",", " ").replace(".", " ").split()}
+        allowed = set(_SCALARS) - ({"str", "dtype", "device"} if n == len(annotations) - 1 else set())
+        if not words or not words <= allowed:
+            return False
+    return True
+
+
+def _source(fn: cst.FunctionDef, module: cst.Module) -> str:
+    return textwrap.dedent(module.code_for_node(fn.with_changes(decorators=(), leading_lines=())))
+
+
+def _signature_only(fn: cst.FunctionDef, module: cst.Module) -> str:
+    """The def with its body replaced by `...`: all a schema needs (keeps reports and patches small)."""
+    body = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(cst.Ellipsis())])])
+    return _source(fn.with_changes(body=body), module)
+
+
+def _returned_names(factory: cst.FunctionDef) -> dict[str, str]:
+    """Local function name -> attribute in `return SimpleNamespace(attr=local, ...)`."""
+    out: dict[str, str] = {}
+    for stmt in factory.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Return) and isinstance(small.value, cst.Call):
+                    for arg in small.value.args:
+                        if arg.keyword is not None and isinstance(arg.value, cst.Name):
+                            out[arg.value.value] = arg.keyword.value
+                        elif arg.star == "**" and isinstance(arg.value, cst.Dict):  # **{fname: op}: any name
+                            for element in arg.value.elements:
+                                if isinstance(element, cst.DictElement) and isinstance(element.value, cst.Name):
+                                    out[element.value.value] = "*"
+    return out
+
+
+def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
+    """The declarations in one module's source text."""
+    if not any(r in code for r in OP_REGISTRARS + REAL_REGISTRARS):
+        return ()
+    try:
+        module = cst.parse_module(code)
+    except cst.ParserSyntaxError:
+        return ()
+    positions = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    lines = positions.resolve(cst.metadata.PositionProvider)
+    found: list[Declared] = []
+
+    def scan(body, prefix: str, factory: str, exported: dict[str, str]) -> None:
+        ops: dict[str, Declared] = {}
+        fakes: dict[str, tuple[str, int, str]] = {}
+        for stmt in body:
+            if not isinstance(stmt, cst.FunctionDef):
+                continue
+            qual = prefix + stmt.name.value
+            for deco in stmt.decorators:
+                real = _registrar_call(deco, REAL_REGISTRARS)
+                real_name = _string(real.args[0].value) if real is not None and real.args else None
+                if real_name and "library" in module.code_for_node(real.func):
+                    ops[real_name] = Declared(op=real_name, module=module_name, function=qual, mutates=_mutates(real),
+                                              line=lines[stmt].start.line, factory=factory, registered=True)
+                    continue
+                op_call = _registrar_call(deco, OP_REGISTRARS)
+                fake_call = _registrar_call(deco, FAKE_REGISTRARS)
+                named = _op_name(op_call, stmt.name.value) if prefix else (
+                    _op_name(op_call, stmt.name.value) if op_call is not None and _string(op_call.args[0].value)
+                    else None)
+                if named:
+                    key, name = named
+                    ops[key] = Declared(
+                        op=name, module=module_name, function=qual, mutates=_mutates(op_call),
+                        line=lines[stmt].start.line, factory=factory,
+                        exported_as=exported.get(stmt.name.value, ""), op_source=_source(stmt, module),
+                        op_signature=_signature_only(stmt, module),
+                        schema_ok=schema_inferable(stmt, module))
+                fake_named = _op_name(fake_call, stmt.name.value)
+                fake_name = fake_named[0] if fake_named else None
+                if fake_name:
+                    fakes[fake_name] = (qual, lines[stmt].start.line, _source(stmt, module))
+            if not prefix and isinstance(stmt.body, cst.IndentedBlock):
+                inner = [s for s in stmt.body.body if isinstance(s, cst.FunctionDef)]
+                if inner:
+                    scan(stmt.body.body, f"{qual}.<locals>.", qual, _returned_names(stmt))
+        for name, decl in ops.items():
+            if name in fakes:
+                fake, line, source = fakes[name]
+                decl = Declared(**{**decl.__dict__, "fake": fake, "fake_line": line, "fake_source": source})
+            found.append(decl)
+
+    scan(module.body, "", "", {})
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=512)
+def read_file(path: str, module_name: str) -> tuple[Declared, ...]:
+    """The declarations in one source file (cached per path: a scan asks once per module on a chain)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return read_module(handle.read(), module_name)
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=512)
+def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, bool]]:
+    """Module-level function name -> (schema inferable, takes arguments), for files that declare ops."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            module = cst.parse_module(handle.read())
+    except (OSError, cst.ParserSyntaxError):
+        return {}
+    out: dict[str, tuple[bool, bool]] = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            p = stmt.params
+            takes = bool(p.posonly_params or p.params or p.kwonly_params or p.star_kwarg
+                         or p.star_arg not in (None, cst.MaybeSentinel.DEFAULT))
+            out[stmt.name.value] = (schema_inferable(stmt, module), takes)
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def read_signature_texts(path: str) -> dict[str, tuple[str, str, str]]:
+    """Function qualname (module level and class methods) -> (parameters, call arguments, return) as source text,
+    `self`/`cls` left out: what a custom-op skeleton needs to carry the function's real signature."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            module = cst.parse_module(handle.read())
+    except (OSError, cst.ParserSyntaxError):
+        return {}
+    out: dict[str, tuple[str, str, str]] = {}
+
+    def one(fn: cst.FunctionDef, qualname: str) -> None:
+        params = [p for p in (*fn.params.posonly_params, *fn.params.params) if p.name.value not in ("self", "cls")]
+        kwonly = list(fn.params.kwonly_params)
+        if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.star_kwarg is not None:
+            return
+        text = ", ".join(module.code_for_node(p.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+                         for p in params + kwonly)
+        call = ", ".join([p.name.value for p in params] + [f"{p.name.value}={p.name.value}" for p in kwonly])
+        returns = module.code_for_node(fn.returns.annotation) if fn.returns is not None else ""
+        out[qualname] = (" ".join(text.split()), call, returns)
+
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            one(stmt, stmt.name.value)
+        elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            for inner in stmt.body.body:
+                if isinstance(inner, cst.FunctionDef):
+                    one(inner, f"{stmt.name.value}.{inner.name.value}")
+    return out
