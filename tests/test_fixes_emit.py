@@ -241,11 +241,11 @@ def test_patch_never_breaks_start_up(monkeypatch):
 
 
 def test_factory_fixes_for_one_factory_merge_the_ops_each_chain_takes():
-    from dynacheck.fixes.from_declared import MARKER
+    from dynacheck.fixes.from_declared import MARKER, seal
 
     def factory_fix(entry: str) -> Fix:
         code = (f"{MARKER}\n_register_factory('lib.m', 'get_module', [\n{entry},\n])\n")
-        return Fix(kind="custom_op", at="lib.m.get_module", summary="", snippet=code)
+        return Fix(kind="custom_op", at="lib.m.get_module", summary="", snippet=seal(code))
 
     a = "    ('softmax', 'lib::softmax', (), 'def softmax(x: torch.Tensor) -> torch.Tensor: ...', 'def f(x): ...')"
     b = "    ('renorm', 'lib::renorm', (), 'def renorm(x: torch.Tensor) -> torch.Tensor: ...', 'def g(x): ...')"
@@ -254,3 +254,15 @@ def test_factory_fixes_for_one_factory_merge_the_ops_each_chain_takes():
     merged = pairs[0][0].snippet
     assert merged.count("'lib::softmax'") == 1 and merged.count("'lib::renorm'") == 1
     compile(merged, "snippet", "exec")
+
+
+def test_declared_code_from_an_edited_scan_file_is_never_pasted(tmp_path):
+    """The declared-op code rides in the scan JSON; only code this machine's dynacheck sealed is emitted."""
+    from dynacheck.fixes.from_declared import MARKER, seal
+
+    code = f"{MARKER}\nimport os\nos.system('touch {tmp_path}/pwned')\n"
+    forged = Fix(kind="custom_op", at="lib.m.op", summary="", snippet=code + "# dynacheck seal: " + "00" * 32 + "\n")
+    module = emit_patch([_finding(forged)])
+    assert "os.system" not in module
+    genuine = emit_patch([_finding(Fix(kind="custom_op", at="lib.m.op", summary="", snippet=seal(code)))])
+    assert "os.system" in genuine  # the same code, sealed here, is the fix the scan placed
