@@ -106,8 +106,13 @@ def fake_vs_eager(func, args, kwargs):
 
 
 def opcheck(func, args, kwargs):
+    tests = None
+    if "fp4_quantize" in str(func) and torch.cuda.get_device_capability()[0] < 10:
+        # FlashInfer 0.6.3 builds the FP4 kernel for sm100+ only: on sm90 it leaves its outputs unwritten,
+        # so eager-vs-AOT output equality compares uninitialised memory; the other three checks still run
+        tests = ("test_schema", "test_autograd_registration", "test_faketensor")
     try:
-        result = torch.library.opcheck(func, clone(args), kwargs)
+        result = torch.library.opcheck(func, clone(args), kwargs, **({"test_utils": tests} if tests else {}))
         return {k: v for k, v in result.items()}
     except Exception as exc:  # the failing test's message is the evidence
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:400]}"}
@@ -123,11 +128,25 @@ def compile_each(label, fn, args, backend="eager"):
         return {"compiled": False, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:400]}"}
 
 
+def _single(attr: str, pick):
+    """One public function compiled alone; the module is imported outside the traced function
+    (Dynamo refuses `__import__` itself, which would hide what the patch does)."""
+    import importlib
+
+    module_name, _, name = attr.rpartition(".")
+    module = importlib.import_module(module_name)
+
+    def run(x, r, w, p, g):
+        return getattr(module, name)(*pick(x, r, w, p, g))
+
+    return run
+
+
 SINGLE = {
-    "rmsnorm": lambda x, r, w, p, g: __import__("flashinfer").rmsnorm(x, w),
-    "fused_add_rmsnorm": lambda x, r, w, p, g: __import__("flashinfer").fused_add_rmsnorm(x, r, w),
-    "top_k_renorm_probs": lambda x, r, w, p, g: __import__("flashinfer.sampling").sampling.top_k_renorm_probs(p, 8),
-    "fp4_quantize": lambda x, r, w, p, g: __import__("flashinfer").fp4_quantize(x, g),
+    "rmsnorm": lambda: _single("flashinfer.rmsnorm", lambda x, r, w, p, g: (x, w)),
+    "fused_add_rmsnorm": lambda: _single("flashinfer.fused_add_rmsnorm", lambda x, r, w, p, g: (x, r, w)),
+    "top_k_renorm_probs": lambda: _single("flashinfer.sampling.top_k_renorm_probs", lambda x, r, w, p, g: (p, 8)),
+    "fp4_quantize": lambda: _single("flashinfer.fp4_quantize", lambda x, r, w, p, g: (x, g)),
 }
 
 
@@ -180,7 +199,7 @@ def main() -> int:
 
     started = time.time()
     report["before"] = {name: {k: v for k, v in compile_each(name, fn, inputs(4)).items() if k != "out"}
-                        for name, fn in SINGLE.items()}
+                        for name, make in SINGLE.items() for fn in (make(),)}
     report["before_seconds"] = round(time.time() - started, 1)
     save()
 
@@ -206,7 +225,7 @@ def main() -> int:
         save()
     report["op_checks"] = checks
     report["after_each"] = {name: {k: v for k, v in compile_each(name, fn, inputs(4)).items() if k != "out"}
-                            for name, fn in SINGLE.items()}
+                            for name, make in SINGLE.items() for fn in (make(),)}
     save()
 
     fp4_values = cc[0] >= 10
