@@ -33,6 +33,10 @@ FIX_KINDS = ("custom_op", "assume_constant_result", "hoist", "allow_in_graph", "
 BOUNDARIES = (
     "disable", "custom_op_without_fake", "assume_constant_result", "allow_in_graph",
     "nonstrict_trace", "skipped_when_compiled", "break_in_layer_loop", "jit_kernel_call",
+    # value hazards (static/tensors.py): a tensor used as a Python value, or a construct Dynamo refuses
+    "tensor_branch", "branch_on_tensor_scalar", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin",
+    "tensor_repr", "tensor_formatted", "data_dependent_shape", "one_hot_without_classes",
+    "class_in_compiled_function",
 )
 _REQUIRED = ("id", "name", "family", "title", "severity", "outcome", "why", "fixes", "example")
 _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")

@@ -23,6 +23,7 @@ from dynacheck.static.findings import FindingBuilder
 from dynacheck.static.index import Index
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
+from dynacheck.static.tensors import TensorHazards
 from dynacheck.static.values import Evaluator, Value
 
 Progress = Callable[[str], None]
@@ -74,6 +75,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
 
     walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values)
+    walk.hits.extend(TensorHazards(evaluator).hits(walk))
     if walk.truncated:
         problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
     entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}

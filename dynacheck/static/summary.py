@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from dynacheck.static import cst_nodes as cn
+from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 8  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 9  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -27,6 +28,7 @@ class CallSite:
     guards: tuple[tuple[Expr, bool], ...] = ()  # enclosing if-tests and the branch taken
     loop: str = ""  # the iterable of the innermost enclosing `for` ("" outside loops)
     kind: str = "call"  # call | with (an object used as a context manager)
+    args: tuple[Expr, ...] = ()  # positional argument values (tensor-ness flows through them)
 
 
 @dataclass
@@ -48,6 +50,8 @@ class FunctionSummary:
     globals_declared: set[str] = field(default_factory=set)  # `global x`: assignments rebind the module
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
     arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
+    param_annotations: dict[str, str] = field(default_factory=dict)  # parameter -> annotation text
+    value_uses: list[tuple] = field(default_factory=list)  # see value_uses.py: values used as Python values
 
 
 @dataclass
@@ -139,6 +143,7 @@ class _ModuleWalker:
             self.define_class(stmt, node, line, scope, conditional, prefix)
         elif isinstance(stmt, cst.If):
             test = self.expr(stmt.test)
+            self.note_test(stmt.test, line, scope)
             self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True),), loop, True, prefix)
             if stmt.orelse is not None:
@@ -159,6 +164,7 @@ class _ModuleWalker:
                 self.bind_target(stmt.target, ("it", iterable), scope)
             else:
                 self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
+                self.note_test(stmt.test, line, scope)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, inner_loop, True, prefix)
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
@@ -248,6 +254,8 @@ class _ModuleWalker:
         positional = [*stmt.params.posonly_params, *stmt.params.params]
         summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
                          isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
+        summary.param_annotations = {p.name.value: cn.annotation_text(p.annotation.annotation)
+                                     for p in cn.all_params(stmt.params) if p.annotation is not None}
         if stmt.returns is not None:
             summary.returns_annotation = cn.annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both
@@ -278,6 +286,7 @@ class _ModuleWalker:
         self.s.classes.setdefault(qualname, summary)
         if scope.function is not None:
             scope.function.assigns.setdefault(name, []).append(("cls", qualname))
+            scope.function.value_uses.append(("class", def_line, ("n", name), None))
         elif scope.cls is None:
             self.s.bindings.setdefault(name, []).append(Binding("class", qualname, def_line, conditional))
         self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(cls=summary), (), "", False, f"{qualname}.")
@@ -356,20 +365,27 @@ class _ModuleWalker:
                 for call in cn.collect_calls(root):
                     self.note_fake(self.expr(call))
             return
+        line = getattr(node, "lineno", line)
+        scope.function.value_uses.extend(value_uses.collect(root, line))
         calls = cn.collect_calls(root)
         if not calls:
             return
         lines = cn.call_lines(node, calls) if node is not None else None
-        line = getattr(node, "lineno", line)
         for i, call in enumerate(calls):
             func = self.expr(call.func)
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
-            scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop))
+            args = tuple(self.expr(a.value) for a in call.args if a.keyword is None and not a.star)
+            scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop, args=args))
 
     def expr(self, node) -> Expr:
         return cn.expr(node)
+
+    def note_test(self, test, line: int, scope: _Scope) -> None:
+        """An `if`/`while` test: a tensor here is a data-dependent branch."""
+        if scope.function is not None:
+            scope.function.value_uses.append(("test", line, value_uses.test_expr(test), None))
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------

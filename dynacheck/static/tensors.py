@@ -1,0 +1,309 @@
+"""Which values are tensors, and where a tensor is used as a Python value (value hazards).
+
+A small dataflow over the functions the walk reached, run after the walk:
+- seeds: the entry's parameters (except `self`), parameters annotated `Tensor`, and parameters
+  whose argument is a tensor at a call the walk followed (caller to callee, in walk order);
+- a name is a tensor if any value assigned to it is (flow-insensitive: one set per function,
+  no kills; a name that is a tensor on one path counts everywhere in the function);
+- tensors come from torch functions and classes (`torch.*`, `nn.Parameter`), calls of nn.Module
+  instances, tensor methods other than the few that return Python values (`size`, `dim`...),
+  arithmetic and comparisons with a tensor, indexing and iterating a tensor, `self.x` assigned a
+  torch value, and calls of functions that return one (annotated `-> Tensor` or analysed).
+A "scalar" is a Python number read out of a tensor (`.item()`, `int(t)`): branching on one is a
+data-dependent expression that fullgraph rejects. What it does not see: containers of tensors,
+tensors stored on objects other than `self`, buffers registered by name, dynamic attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dynacheck.static.ir import Expr, dotted, render
+from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
+from dynacheck.static.summary import CallSite, FunctionSummary
+from dynacheck.static.values import Evaluator, Scope, Value
+
+# Tensor methods and attributes whose result is not a tensor.
+PYTHON_METHODS = frozenset({
+    "item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
+    "is_contiguous", "is_floating_point", "is_complex", "data_ptr", "get_device", "type", "storage_offset",
+    "untyped_storage", "numpy", "__len__", "is_pinned", "is_shared", "has_names", "requires_grad_",
+    "register_hook", "backward", "dim_order", "is_signed", "is_set_to",
+})
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "grad", "data", "real", "imag"})
+SCALAR_METHODS = frozenset({"item"})
+# Tensor methods whose output shape depends on the data (GB0036).
+DYNAMIC_SHAPE_METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "bincount"})
+# torch callables that do not return tensors.
+NOT_TENSOR_PREFIXES = ("torch.compiler.", "torch._dynamo.", "torch.cuda.", "torch.distributed.", "torch.jit.",
+                       "torch.backends.", "torch.library.", "torch.utils.", "torch._C.", "torch.autograd.graph.",
+                       "torch.is_", "torch.get_", "torch.set_", "torch.are_", "torch.finfo", "torch.iinfo",
+                       "torch.Size", "torch.device", "torch.dtype", "torch.Generator", "torch.no_grad",
+                       "torch.enable_grad", "torch.inference_mode", "torch.manual_seed", "torch.save", "torch.load",
+                       "torch.ops.", "torch.typename", "torch.numel", "torch.cond")
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"})
+SHAPE_CHECKED = {"torch.nn.functional.one_hot": ("num_classes", 2)}  # needs this keyword or positional count
+
+CLASS_KIND = "class_in_compiled_function"
+
+
+@dataclass
+class _Env:
+    """What one reached function knows: tensor names, scalar names, boolean-mask names."""
+
+    scope: Scope
+    tensors: set[str] = field(default_factory=set)
+    scalars: set[str] = field(default_factory=set)
+    masks: set[str] = field(default_factory=set)
+
+
+class TensorHazards:
+    """Finds value hazards in the functions a walk reached; returns them as walk hits."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.ev = evaluator
+        self._returns: dict[tuple, bool] = {}
+
+    def hits(self, walk: Walk) -> list[Hit]:
+        envs: dict[NodeKey, _Env] = {}
+        found: list[Hit] = []
+        for key, node in walk.nodes.items():  # insertion order is the walk's breadth-first order
+            if key.mode != TRACE:
+                continue
+            scope = self.ev.function_scope(node.func, node.bound)
+            if scope is None or scope.function is None:
+                continue
+            seeds = self._seeds(scope.function, node, walk, envs)
+            env = self.environment(scope, seeds)
+            envs[key] = env
+            found.extend(self._hazards(key, env))
+        return found
+
+    # ----- tensor-ness ---------------------------------------------------------------------
+
+    def environment(self, scope: Scope, seeds: set[str], depth: int = 0) -> _Env:
+        fn = scope.function
+        env = _Env(scope, set(seeds))
+        for _ in range(4):  # flow-insensitive fixpoint; assignments rarely chain deeper
+            before = (len(env.tensors), len(env.scalars), len(env.masks))
+            for name, values in fn.assigns.items():
+                for value in values:
+                    if name not in env.tensors and self.is_tensor(value, env, depth):
+                        env.tensors.add(name)
+                    if name not in env.scalars and self.is_scalar(value, env, depth):
+                        env.scalars.add(name)
+                    if name not in env.masks and _is_mask(value, env, self, depth):
+                        env.masks.add(name)
+            if (len(env.tensors), len(env.scalars), len(env.masks)) == before:
+                break
+        return env
+
+    def is_tensor(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
+        kind = expr[0] if expr else "?"
+        if kind == "n":
+            return expr[1] in env.tensors
+        if kind == "a":
+            base = expr[1]
+            if self.is_tensor(base, env, depth):
+                return expr[2] in TENSOR_ATTRS
+            if base == ("n", "self"):
+                return any(self._tensor_value(v) for v in self.ev.eval(expr, env.scope)[:4])
+            return False
+        if kind == "c":
+            return self._call_is_tensor(expr, env, depth)
+        if kind in ("op", "cmp", "s", "it"):
+            return self.is_tensor(expr[1], env, depth) or (kind == "op" and self.is_tensor(expr[2], env, depth))
+        if kind == "idx":
+            return self.is_tensor(expr[1], env, depth)
+        if kind in ("and", "or"):
+            return any(self.is_tensor(e, env, depth) for e in expr[1])
+        if kind == "if":
+            return self.is_tensor(expr[1], env, depth) or self.is_tensor(expr[2], env, depth)
+        if kind == "not":
+            return False  # `not t` is a Python bool (the hazard is recorded where it is evaluated)
+        return False
+
+    def is_scalar(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
+        kind = expr[0] if expr else "?"
+        if kind == "n":
+            return expr[1] in env.scalars
+        if kind == "c":
+            func = expr[1]
+            if func and func[0] == "a" and func[2] in SCALAR_METHODS:
+                return self.is_tensor(func[1], env, depth)
+            if func in (("n", "int"), ("n", "float"), ("n", "bool")) and expr[2]:
+                return self.is_tensor(expr[2][0], env, depth)
+            return False
+        if kind in ("op", "cmp"):
+            return self.is_scalar(expr[1], env, depth) or (kind == "op" and self.is_scalar(expr[2], env, depth))
+        if kind in ("and", "or"):
+            return any(self.is_scalar(e, env, depth) for e in expr[1])
+        if kind == "not":
+            return self.is_scalar(expr[1], env, depth)
+        return False
+
+    def _call_is_tensor(self, expr: Expr, env: _Env, depth: int) -> bool:
+        func, args = expr[1], expr[2]
+        if func and func[0] == "a" and self.is_tensor(func[1], env, depth):
+            return func[2] not in PYTHON_METHODS
+        if func and func[0] == "n" and func[1] in ("int", "float", "bool", "len", "str", "repr", "isinstance"):
+            return False
+        for target in self.ev.eval(func, env.scope)[:4]:
+            if target.kind == "ext" and _torch_returns_tensor(target.name):
+                return True
+            if target.kind == "extinst" and target.name.startswith("torch.nn."):
+                return True  # calling an nn.Module instance built from torch.nn
+            if target.kind == "inst" and self.ev.is_nn_module(target):
+                return True
+            if target.kind == "func" and depth < 3 and self._returns_tensor(target, args, env, depth + 1):
+                return True
+        return False
+
+    def _returns_tensor(self, func: Value, args: tuple, env: _Env, depth: int) -> bool:
+        scope = self.ev.function_scope(func)
+        if scope is None or scope.function is None:
+            return False
+        fn = scope.function
+        if "Tensor" in fn.returns_annotation:
+            return True
+        params = _positional(fn, func.self_cls is not None)
+        seeds = {p for p, a in zip(params, args) if self.is_tensor(a, env, depth)} | _annotated(fn)
+        key = (func.key(), frozenset(seeds))
+        if key not in self._returns:
+            self._returns[key] = False  # recursion guard
+            inner = self.environment(scope, seeds, depth)
+            self._returns[key] = any(self.is_tensor(r, inner, depth) for r in fn.returns)
+        return self._returns[key]
+
+    @staticmethod
+    def _tensor_value(value: Value) -> bool:
+        if value.kind != "extinst" or not value.name.endswith("()"):
+            return False
+        return _torch_returns_tensor(value.name[:-2])
+
+    # ----- seeds -----------------------------------------------------------------------------
+
+    def _seeds(self, fn: FunctionSummary, node, walk: Walk, envs: dict[NodeKey, _Env]) -> set[str]:
+        seeds = _annotated(fn)
+        params = _positional(fn, True)
+        if node.parent is None:
+            return seeds | set(params)
+        for edge in (node, *node.others):
+            caller = envs.get(edge.parent)
+            if caller is None:
+                continue
+            for call in _calls_at(caller.scope.function, edge.call_line, fn.name):
+                seeds |= {p for p, a in zip(params, call.args) if self.is_tensor(a, caller)}
+        return seeds
+
+    # ----- hazards ---------------------------------------------------------------------------
+
+    def _hazards(self, key: NodeKey, env: _Env) -> list[Hit]:
+        out: list[Hit] = []
+        for kind, line, expr, extra in env.scope.function.value_uses:
+            hazard = self._classify(kind, expr, extra, env)
+            if hazard:
+                out.append(_hit(key, line, hazard, _label(kind, expr, extra)))
+        for call in env.scope.function.calls:
+            hazard = self._call_hazard(call, env)
+            if hazard:
+                out.append(_hit(key, call.line, hazard, render(call.func)))
+        return out
+
+    def _classify(self, kind: str, expr: Expr, extra, env: _Env) -> str:
+        if kind == "class":
+            return CLASS_KIND
+        if kind == "test":
+            if self.is_tensor(expr, env) or _negated_tensor(expr, env, self):
+                return "tensor_branch"
+            return "branch_on_tensor_scalar" if self.is_scalar(expr, env) else ""
+        if kind == "mask":
+            return "data_dependent_shape" if self.is_tensor(extra, env) and self.is_tensor(expr, env) else ""
+        if not self.is_tensor(expr, env):
+            return ""
+        if kind == "convert":
+            return "tensor_to_scalar"
+        if kind == "index":
+            if self.is_tensor(extra, env):
+                return "data_dependent_shape" if _is_mask(expr, env, self) else ""
+            return "tensor_to_scalar"
+        if kind == "math":
+            return "tensor_in_math"
+        if kind == "builtin":
+            return "tensor_repr" if extra == "repr" else "tensor_in_builtin"
+        if kind == "format":
+            return "tensor_formatted"
+        return ""
+
+    def _call_hazard(self, call: CallSite, env: _Env) -> str:
+        func = call.func
+        if func and func[0] == "a" and func[2] in DYNAMIC_SHAPE_METHODS and self.is_tensor(func[1], env):
+            return "data_dependent_shape"
+        if func and func[0] == "a" and func[2] == "repeat_interleave":
+            repeats = call.args[1:2] if not self.is_tensor(func[1], env) else call.args[:1]
+            if repeats and self.is_tensor(repeats[0], env):
+                return "data_dependent_shape"
+        name = dotted(func) or ""
+        if name.rpartition(".")[2] in ("one_hot",):
+            for target in self.ev.eval(func, env.scope)[:2]:
+                keyword, count = SHAPE_CHECKED.get(target.name, ("", 0))
+                if keyword and keyword not in call.keywords and call.positional < count:
+                    return "one_hot_without_classes"
+        return ""
+
+
+def _hit(key: NodeKey, line: int, hazard: str, label: str) -> Hit:
+    return Hit(key, CallSite(line, ("n", label)), label, "boundary", hazard, TRACE, "medium")
+
+
+def _label(kind: str, expr: Expr, extra) -> str:
+    text = render(expr)
+    if kind in ("convert", "builtin"):
+        return f"{extra}({text})"
+    if kind == "math":
+        return f"{render(extra)}({text})"
+    if kind in ("index", "mask"):
+        return f"{render(extra)}[{text}]"
+    if kind == "format":
+        return f"f\"{{{text}}}\""
+    if kind == "class":
+        return f"class {text}"
+    return text if text != "..." else "a tensor"
+
+
+def _torch_returns_tensor(name: str) -> bool:
+    if name in TENSOR_CLASSES:
+        return True
+    if not name.startswith("torch.") or name.startswith(NOT_TENSOR_PREFIXES):
+        return False
+    return not name.rpartition(".")[2][:1].isupper()  # a class: a module or an object, not a tensor
+
+
+def _is_mask(expr: Expr, env: _Env, hazards: TensorHazards, depth: int = 0) -> bool:
+    if expr and expr[0] == "n":
+        return expr[1] in env.masks
+    return bool(expr) and expr[0] == "cmp" and hazards.is_tensor(expr[1], env, depth)
+
+
+def _negated_tensor(expr: Expr, env: _Env, hazards: TensorHazards) -> bool:
+    return bool(expr) and expr[0] == "not" and hazards.is_tensor(expr[1], env)
+
+
+def _annotated(fn: FunctionSummary) -> set[str]:
+    return {p for p, text in fn.param_annotations.items() if "Tensor" in text and "[" not in text}
+
+
+def _positional(fn: FunctionSummary, bound: bool) -> tuple[str, ...]:
+    params = fn.params
+    if bound and params[:1] in (("self",), ("cls",)):
+        return params[1:]
+    return params
+
+
+def _calls_at(fn: FunctionSummary, line: int, callee: str) -> list[CallSite]:
+    """The caller's calls on the edge's line, narrowed to those naming the callee when several."""
+    at = [c for c in fn.calls if c.line == line and c.kind == "call"]
+    if len(at) <= 1:
+        return at
+    named = [c for c in at if (render(c.func).rpartition(".")[2] in (callee, "__init__")) or callee == "forward"]
+    return named or at

@@ -1,0 +1,94 @@
+"""Where a function uses a value as a Python value: branch tests, conversions, indexes, f-strings.
+
+Recorded once per module by the summary pass (pure functions over libcst nodes); whether the
+value is a tensor is decided later by `tensors.py`, which knows the call graph. A use is a
+small tuple `(kind, line, expr, extra)`:
+
+    test     `if`/`while`/conditional-expression test         expr: the test
+    convert  `bool(v)` `int(v)` `float(v)` `complex(v)`         extra: the builtin's name
+    builtin  `range(v)` `sorted(v)` `str(v)` `repr(v)` ...      extra: the builtin's name
+    math     `math.f(v)` (any dotted callee; resolved later)   extra: the callee expr
+    index    `base[v]` with one non-slice index                extra: the base expr
+    format   `f"{v}"`
+    class    a class statement in the function body            expr: the class name
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from dynacheck.static import cst_nodes as cn
+from dynacheck.static.ir import CONST, Expr
+
+CONVERTERS = frozenset({"bool", "int", "float", "complex"})
+BUILTINS = frozenset({"range", "sorted", "str", "repr", "format", "hex", "oct", "chr", "ord", "hash"})
+_NAME_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+
+Use = tuple  # (kind, line, expr, extra)
+
+
+def test_expr(node) -> Expr:
+    """A branch test as our expression form; `is`/`in` tests are Python bools whatever the operands."""
+    if isinstance(node, cst.Comparison):
+        if any(isinstance(c.operator, _NAME_TESTS) for c in node.comparisons):
+            return CONST
+        return ("cmp", cn.expr(node.left))
+    if isinstance(node, cst.BooleanOperation):
+        kind = "and" if isinstance(node.operator, cst.And) else "or"
+        return (kind, (test_expr(node.left), test_expr(node.right)))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return ("not", test_expr(node.expression))
+    return cn.expr(node)
+
+
+def collect(root, line: int) -> list[Use]:
+    """Value uses inside one expression or small statement (not descending into nested defs)."""
+    uses: list[Use] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.Call:
+            _call(node, line, uses)
+        elif kind is cst.IfExp:
+            uses.append(("test", line, test_expr(node.test), None))
+        elif kind is cst.Subscript:
+            _subscript(node, line, uses)
+        elif kind is cst.FormattedString:
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    uses.append(("format", line, cn.expr(part.expression), None))
+                    stack.append(part.expression)
+            continue
+        children = cn.expr_children(node)
+        if children:
+            stack.extend(reversed(children))
+    return uses
+
+
+def _call(node: cst.Call, line: int, uses: list[Use]) -> None:
+    args = [a for a in node.args if a.keyword is None and not a.star]
+    if not args:
+        return
+    first = cn.expr(args[0].value)
+    func = node.func
+    if isinstance(func, cst.Name):
+        if func.value in CONVERTERS:
+            uses.append(("convert", line, first, func.value))
+        elif func.value in BUILTINS:
+            uses.append(("builtin", line, first, func.value))
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "math":
+        uses.append(("math", line, first, cn.expr(func)))
+
+
+def _subscript(node: cst.Subscript, line: int, uses: list[Use]) -> None:
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return
+    index = node.slice[0].slice.value
+    if isinstance(index, (cst.Integer, cst.SimpleString, cst.UnaryOperation, cst.Ellipsis)):
+        return
+    if isinstance(index, cst.Name) and index.value == "None":
+        return
+    mask = isinstance(index, cst.Comparison) and not any(isinstance(c.operator, _NAME_TESTS)
+                                                          for c in index.comparisons)
+    uses.append(("mask" if mask else "index", line, cn.expr(index), cn.expr(node.value)))
