@@ -75,7 +75,11 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
 
     walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values)
-    walk.hits.extend(TensorHazards(evaluator).hits(walk))
+    def breaks_at(name: str) -> bool:
+        rule = catalog.match_call(name)
+        return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)
+
+    walk.hits.extend(TensorHazards(evaluator, breaks_at).hits(walk))
     if walk.truncated:
         problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
     entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}

@@ -143,7 +143,7 @@ class _ModuleWalker:
             self.define_class(stmt, node, line, scope, conditional, prefix)
         elif isinstance(stmt, cst.If):
             test = self.expr(stmt.test)
-            self.note_test(stmt.test, line, scope)
+            self.note_test(stmt.test, line, scope, bool(loop))
             self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True),), loop, True, prefix)
             if stmt.orelse is not None:
@@ -164,7 +164,7 @@ class _ModuleWalker:
                 self.bind_target(stmt.target, ("it", iterable), scope)
             else:
                 self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
-                self.note_test(stmt.test, line, scope)
+                self.note_test(stmt.test, line, scope, True)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, inner_loop, True, prefix)
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
@@ -286,7 +286,7 @@ class _ModuleWalker:
         self.s.classes.setdefault(qualname, summary)
         if scope.function is not None:
             scope.function.assigns.setdefault(name, []).append(("cls", qualname))
-            scope.function.value_uses.append(("class", def_line, ("n", name), None))
+            scope.function.value_uses.append(("class", def_line, ("n", name), None, False))
         elif scope.cls is None:
             self.s.bindings.setdefault(name, []).append(Binding("class", qualname, def_line, conditional))
         self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(cls=summary), (), "", False, f"{qualname}.")
@@ -366,7 +366,7 @@ class _ModuleWalker:
                     self.note_fake(self.expr(call))
             return
         line = getattr(node, "lineno", line)
-        scope.function.value_uses.extend(value_uses.collect(root, line))
+        scope.function.value_uses.extend(value_uses.collect(root, line, bool(loop)))
         calls = cn.collect_calls(root)
         if not calls:
             return
@@ -382,10 +382,10 @@ class _ModuleWalker:
     def expr(self, node) -> Expr:
         return cn.expr(node)
 
-    def note_test(self, test, line: int, scope: _Scope) -> None:
+    def note_test(self, test, line: int, scope: _Scope, in_loop: bool) -> None:
         """An `if`/`while` test: a tensor here is a data-dependent branch."""
         if scope.function is not None:
-            scope.function.value_uses.append(("test", line, value_uses.test_expr(test), None))
+            scope.function.value_uses.append(("test", line, value_uses.test_expr(test), None, in_loop))
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------

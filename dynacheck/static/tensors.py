@@ -16,7 +16,9 @@ tensors stored on objects other than `self`, buffers registered by name, dynamic
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from dynacheck.static.ir import Expr, dotted, render
 from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
@@ -45,6 +47,10 @@ TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.para
 SHAPE_CHECKED = {"torch.nn.functional.one_hot": ("num_classes", 2)}  # needs this keyword or positional count
 
 CLASS_KIND = "class_in_compiled_function"
+LOOP_KIND = "break_in_layer_loop"
+# Value hazards that are graph breaks under the default compile (a loop around one is GB7000).
+BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin", "tensor_repr",
+                      "tensor_formatted", "data_dependent_shape", "one_hot_without_classes", CLASS_KIND})
 
 
 @dataclass
@@ -60,8 +66,9 @@ class _Env:
 class TensorHazards:
     """Finds value hazards in the functions a walk reached; returns them as walk hits."""
 
-    def __init__(self, evaluator: Evaluator) -> None:
+    def __init__(self, evaluator: Evaluator, breaks_at: Callable[[str], bool] = lambda name: False) -> None:
         self.ev = evaluator
+        self.breaks_at = breaks_at  # external callable name -> a graph-break rule matches it
         self._returns: dict[tuple, bool] = {}
 
     def hits(self, walk: Walk) -> list[Hit]:
@@ -115,7 +122,9 @@ class TensorHazards:
             return self.is_tensor(expr[1], env, depth) or (kind == "op" and self.is_tensor(expr[2], env, depth))
         if kind == "idx":
             return self.is_tensor(expr[1], env, depth)
-        if kind in ("and", "or"):
+        if kind == "and":  # `a and b` is `b` whenever `a` is a true Python value
+            return bool(expr[1]) and self.is_tensor(expr[1][-1], env, depth)
+        if kind == "or":
             return any(self.is_tensor(e, env, depth) for e in expr[1])
         if kind == "if":
             return self.is_tensor(expr[1], env, depth) or self.is_tensor(expr[2], env, depth)
@@ -164,7 +173,7 @@ class TensorHazards:
         if scope is None or scope.function is None:
             return False
         fn = scope.function
-        if "Tensor" in fn.returns_annotation:
+        if is_tensor_annotation(fn.returns_annotation):
             return True
         params = _positional(fn, func.self_cls is not None)
         seeds = {p for p, a in zip(params, args) if self.is_tensor(a, env, depth)} | _annotated(fn)
@@ -172,7 +181,10 @@ class TensorHazards:
         if key not in self._returns:
             self._returns[key] = False  # recursion guard
             inner = self.environment(scope, seeds, depth)
-            self._returns[key] = any(self.is_tensor(r, inner, depth) for r in fn.returns)
+            # a function that also returns tuples (state bundles) is not taken as returning a tensor:
+            # unpacking its result would otherwise make every element a tensor
+            self._returns[key] = (not any(r and r[0] == "q" for r in fn.returns)
+                                  and any(self.is_tensor(r, inner, depth) for r in fn.returns))
         return self._returns[key]
 
     @staticmethod
@@ -184,37 +196,52 @@ class TensorHazards:
     # ----- seeds -----------------------------------------------------------------------------
 
     def _seeds(self, fn: FunctionSummary, node, walk: Walk, envs: dict[NodeKey, _Env]) -> set[str]:
+        """Annotated tensors; for the entry its unannotated parameters when it annotates none;
+        otherwise the parameters whose argument is a tensor at a followed call (unless annotated
+        with another type)."""
         seeds = _annotated(fn)
-        params = _positional(fn, True)
+        params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
         if node.parent is None:
-            return seeds | set(params)
+            return seeds if seeds else seeds | set(params)
+        # parameters with a default are usually flags and options: only required ones take a caller's tensor
+        required = fn.arity[1] - (len(fn.params[:fn.arity[0]]) - len(_positional(fn, True)))
+        params = tuple(p if i < required else "" for i, p in enumerate(params))
         for edge in (node, *node.others):
             caller = envs.get(edge.parent)
             if caller is None:
                 continue
             for call in _calls_at(caller.scope.function, edge.call_line, fn.name):
-                seeds |= {p for p, a in zip(params, call.args) if self.is_tensor(a, caller)}
+                seeds |= {p for p, a in zip(params, call.args) if p and self.is_tensor(a, caller)}
         return seeds
 
     # ----- hazards ---------------------------------------------------------------------------
 
     def _hazards(self, key: NodeKey, env: _Env) -> list[Hit]:
         out: list[Hit] = []
-        for kind, line, expr, extra in env.scope.function.value_uses:
+        for kind, line, expr, extra, in_loop in env.scope.function.value_uses:
             hazard = self._classify(kind, expr, extra, env)
             if hazard:
                 out.append(_hit(key, line, hazard, _label(kind, expr, extra)))
+                if in_loop and hazard in BREAKING:
+                    out.append(_hit(key, line, LOOP_KIND, _label(kind, expr, extra)))
         for call in env.scope.function.calls:
             hazard = self._call_hazard(call, env)
             if hazard:
                 out.append(_hit(key, call.line, hazard, render(call.func)))
+            if call.loop and (hazard in BREAKING or self._breaking_call(call, env)):
+                out.append(_hit(key, call.line, LOOP_KIND, render(call.func)))
         return out
+
+    def _breaking_call(self, call: CallSite, env: _Env) -> bool:
+        """A call to an external callable that a graph-break rule matches (the walk reported it)."""
+        return any(t.kind in ("ext", "extinst") and self.breaks_at(t.name if t.kind == "ext" else f"{t.name}.__call__")
+                   for t in self.ev.eval(call.func, env.scope)[:4])
 
     def _classify(self, kind: str, expr: Expr, extra, env: _Env) -> str:
         if kind == "class":
             return CLASS_KIND
         if kind == "test":
-            if self.is_tensor(expr, env) or _negated_tensor(expr, env, self):
+            if self._test_reads_tensor(expr, env):
                 return "tensor_branch"
             return "branch_on_tensor_scalar" if self.is_scalar(expr, env) else ""
         if kind == "mask":
@@ -226,7 +253,9 @@ class TensorHazards:
         if kind == "index":
             if self.is_tensor(extra, env):
                 return "data_dependent_shape" if _is_mask(expr, env, self) else ""
-            return "tensor_to_scalar"
+            # only a Python container indexed by a tensor calls `__index__` (an unknown base may be a tensor)
+            containers = [v for v in self.ev.eval(extra, env.scope)[:4] if v.kind == "cont"]
+            return "tensor_to_scalar" if containers else ""
         if kind == "math":
             return "tensor_in_math"
         if kind == "builtin":
@@ -234,6 +263,14 @@ class TensorHazards:
         if kind == "format":
             return "tensor_formatted"
         return ""
+
+    def _test_reads_tensor(self, expr: Expr, env: _Env) -> bool:
+        """A test asks for the truth of every `and`/`or`/`not` operand it evaluates."""
+        if expr and expr[0] in ("and", "or"):
+            return any(self._test_reads_tensor(e, env) for e in expr[1])
+        if expr and expr[0] == "not":
+            return self._test_reads_tensor(expr[1], env)
+        return self.is_tensor(expr, env)
 
     def _call_hazard(self, call: CallSite, env: _Env) -> str:
         func = call.func
@@ -276,7 +313,10 @@ def _torch_returns_tensor(name: str) -> bool:
         return True
     if not name.startswith("torch.") or name.startswith(NOT_TENSOR_PREFIXES):
         return False
-    return not name.rpartition(".")[2][:1].isupper()  # a class: a module or an object, not a tensor
+    parts = name.split(".")
+    if any(part[:1].isupper() for part in parts[:-1]) and not name.startswith("torch.Tensor."):
+        return False  # an attribute of a class (`torch.nn.Module.cfg.get`): not a torch function
+    return not parts[-1][:1].isupper()  # a class: a module or an object, not a tensor
 
 
 def _is_mask(expr: Expr, env: _Env, hazards: TensorHazards, depth: int = 0) -> bool:
@@ -285,16 +325,21 @@ def _is_mask(expr: Expr, env: _Env, hazards: TensorHazards, depth: int = 0) -> b
     return bool(expr) and expr[0] == "cmp" and hazards.is_tensor(expr[1], env, depth)
 
 
-def _negated_tensor(expr: Expr, env: _Env, hazards: TensorHazards) -> bool:
-    return bool(expr) and expr[0] == "not" and hazards.is_tensor(expr[1], env)
+_TENSOR_ANNOTATION = re.compile(r"^\s*(Optional\[)?\s*[\"']?(torch\.)?Tensor[\"']?\s*(\]|\|\s*None)?\s*$")
+
+
+def is_tensor_annotation(text: str) -> bool:
+    """`Tensor`, `torch.Tensor`, `Optional[torch.Tensor]`, `torch.Tensor | None` (not containers of tensors)."""
+    return bool(text) and bool(_TENSOR_ANNOTATION.match(text))
 
 
 def _annotated(fn: FunctionSummary) -> set[str]:
-    return {p for p, text in fn.param_annotations.items() if "Tensor" in text and "[" not in text}
+    return {p for p, text in fn.param_annotations.items() if is_tensor_annotation(text)}
 
 
 def _positional(fn: FunctionSummary, bound: bool) -> tuple[str, ...]:
-    params = fn.params
+    """The positional parameters (not `*args`/`**kwargs`, whose contents are not tracked)."""
+    params = fn.params[:fn.arity[0]]
     if bound and params[:1] in (("self",), ("cls",)):
         return params[1:]
     return params

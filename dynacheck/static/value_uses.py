@@ -2,7 +2,8 @@
 
 Recorded once per module by the summary pass (pure functions over libcst nodes); whether the
 value is a tensor is decided later by `tensors.py`, which knows the call graph. A use is a
-small tuple `(kind, line, expr, extra)`:
+small tuple `(kind, line, expr, extra, in_loop)` (in_loop: inside a `for` body or a `while` test,
+where a graph break also makes Dynamo give up on the loop's frame, GB7000):
 
     test     `if`/`while`/conditional-expression test         expr: the test
     convert  `bool(v)` `int(v)` `float(v)` `complex(v)`         extra: the builtin's name
@@ -24,7 +25,7 @@ CONVERTERS = frozenset({"bool", "int", "float", "complex"})
 BUILTINS = frozenset({"range", "sorted", "str", "repr", "format", "hex", "oct", "chr", "ord", "hash"})
 _NAME_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 
-Use = tuple  # (kind, line, expr, extra)
+Use = tuple  # (kind, line, expr, extra, in_loop)
 
 
 def test_expr(node) -> Expr:
@@ -41,9 +42,9 @@ def test_expr(node) -> Expr:
     return cn.expr(node)
 
 
-def collect(root, line: int) -> list[Use]:
+def collect(root, line: int, in_loop: bool = False) -> list[Use]:
     """Value uses inside one expression or small statement (not descending into nested defs)."""
-    uses: list[Use] = []
+    uses: list[tuple] = []
     stack = [root]
     while stack:
         node = stack.pop()
@@ -63,7 +64,7 @@ def collect(root, line: int) -> list[Use]:
         children = cn.expr_children(node)
         if children:
             stack.extend(reversed(children))
-    return uses
+    return [(*use, in_loop) for use in uses]
 
 
 def _call(node: cst.Call, line: int, uses: list[Use]) -> None:
