@@ -16,7 +16,7 @@ from dynacheck.static import cst_nodes as cn
 from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 9  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 10  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -228,6 +228,8 @@ class _ModuleWalker:
         if isinstance(stmt, cst.Assign):
             value = self.expr(stmt.value)
             for target in stmt.targets:
+                if isinstance(target.target, cst.Subscript):  # `globals()[k] = v`: calls inside the target
+                    self.exprs_calls(target.target, node, line, scope, guards, loop, uses=False)
                 self.bind_target(target.target, value, scope, line, conditional)
         elif isinstance(stmt, cst.AnnAssign):
             value = self.expr(stmt.value) if stmt.value is not None else None
@@ -358,15 +360,17 @@ class _ModuleWalker:
             elif base:
                 self.s.fakes.add(base.rpartition(".")[2])
 
-    def exprs_calls(self, root, node, line, scope, guards, loop) -> None:
-        """Record every call inside an expression (or small statement), outermost first."""
+    def exprs_calls(self, root, node, line, scope, guards, loop, uses: bool = True) -> None:
+        """Record every call inside an expression (or small statement), outermost first, and its
+        value uses (not for assignment targets: `t[mask] = v` is a masked write, not a read)."""
         if scope.function is None:
             if scope.cls is None and isinstance(root, (cst.Expr, cst.Assign)):
                 for call in cn.collect_calls(root):
                     self.note_fake(self.expr(call))
             return
         line = getattr(node, "lineno", line)
-        scope.function.value_uses.extend(value_uses.collect(root, line, bool(loop)))
+        if uses:
+            scope.function.value_uses.extend(value_uses.collect(root, line, bool(loop)))
         calls = cn.collect_calls(root)
         if not calls:
             return

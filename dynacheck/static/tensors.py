@@ -55,12 +55,24 @@ BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "te
 
 @dataclass
 class _Env:
-    """What one reached function knows: tensor names, scalar names, boolean-mask names."""
+    """What one reached function knows, decided name by name on demand (most locals are never asked).
+
+    Each fact is flow-insensitive: a name is a tensor if any value assigned to it is one. While a
+    name is being decided it counts as "no" (a cycle such as `y = y + t` is then decided by `t`).
+    """
 
     scope: Scope
-    tensors: set[str] = field(default_factory=set)
-    scalars: set[str] = field(default_factory=set)
-    masks: set[str] = field(default_factory=set)
+    seeds: set[str]
+    depth: int = 0
+    facts: dict[tuple[str, str], bool] = field(default_factory=dict)  # (fact, name) -> value
+
+    def decide(self, fact: str, name: str, test: Callable[[Expr], bool]) -> bool:
+        key = (fact, name)
+        if key not in self.facts:
+            self.facts[key] = False  # recursion guard
+            values = self.scope.function.assigns.get(name, ())
+            self.facts[key] = any(test(v) for v in values if isinstance(v, tuple))
+        return self.facts[key]
 
 
 class TensorHazards:
@@ -70,6 +82,7 @@ class TensorHazards:
         self.ev = evaluator
         self.breaks_at = breaks_at  # external callable name -> a graph-break rule matches it
         self._returns: dict[tuple, bool] = {}
+        self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values)
 
     def hits(self, walk: Walk) -> list[Hit]:
         envs: dict[NodeKey, _Env] = {}
@@ -88,33 +101,28 @@ class TensorHazards:
 
     # ----- tensor-ness ---------------------------------------------------------------------
 
+    def _eval(self, expr: Expr, scope: Scope) -> list[Value]:
+        """The evaluator's candidates (first four), once per scope and expression: the fixpoint repeats."""
+        key = (id(scope), expr)
+        found = self._evals.get(key)
+        if found is None:
+            found = self._evals[key] = (scope, self.ev.eval(expr, scope)[:4])
+        return found[1]
+
     def environment(self, scope: Scope, seeds: set[str], depth: int = 0) -> _Env:
-        fn = scope.function
-        env = _Env(scope, set(seeds))
-        for _ in range(4):  # flow-insensitive fixpoint; assignments rarely chain deeper
-            before = (len(env.tensors), len(env.scalars), len(env.masks))
-            for name, values in fn.assigns.items():
-                for value in values:
-                    if name not in env.tensors and self.is_tensor(value, env, depth):
-                        env.tensors.add(name)
-                    if name not in env.scalars and self.is_scalar(value, env, depth):
-                        env.scalars.add(name)
-                    if name not in env.masks and _is_mask(value, env, self, depth):
-                        env.masks.add(name)
-            if (len(env.tensors), len(env.scalars), len(env.masks)) == before:
-                break
-        return env
+        return _Env(scope, set(seeds), depth)
 
     def is_tensor(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
         kind = expr[0] if expr else "?"
         if kind == "n":
-            return expr[1] in env.tensors
+            name = expr[1]
+            return name in env.seeds or env.decide("tensor", name, lambda v: self.is_tensor(v, env, depth))
         if kind == "a":
             base = expr[1]
             if self.is_tensor(base, env, depth):
                 return expr[2] in TENSOR_ATTRS
             if base == ("n", "self"):
-                return any(self._tensor_value(v) for v in self.ev.eval(expr, env.scope)[:4])
+                return any(self._tensor_value(v) for v in self._eval(expr, env.scope))
             return False
         if kind == "c":
             return self._call_is_tensor(expr, env, depth)
@@ -135,11 +143,11 @@ class TensorHazards:
     def is_scalar(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
         kind = expr[0] if expr else "?"
         if kind == "n":
-            return expr[1] in env.scalars
+            return env.decide("scalar", expr[1], lambda v: self.is_scalar(v, env, depth))
         if kind == "c":
             func = expr[1]
             if func and func[0] == "a" and func[2] in SCALAR_METHODS:
-                return self.is_tensor(func[1], env, depth)
+                return True  # `.item()` only exists on tensors (the engine matches it on any receiver too)
             if func in (("n", "int"), ("n", "float"), ("n", "bool")) and expr[2]:
                 return self.is_tensor(expr[2][0], env, depth)
             return False
@@ -157,7 +165,7 @@ class TensorHazards:
             return func[2] not in PYTHON_METHODS
         if func and func[0] == "n" and func[1] in ("int", "float", "bool", "len", "str", "repr", "isinstance"):
             return False
-        for target in self.ev.eval(func, env.scope)[:4]:
+        for target in self._eval(func, env.scope):
             if target.kind == "ext" and _torch_returns_tensor(target.name):
                 return True
             if target.kind == "extinst" and target.name.startswith("torch.nn."):
@@ -228,14 +236,15 @@ class TensorHazards:
             hazard = self._call_hazard(call, env)
             if hazard:
                 out.append(_hit(key, call.line, hazard, render(call.func)))
-            if call.loop and (hazard in BREAKING or self._breaking_call(call, env)):
+            # a break in a loop over a tensor (value hazards: any loop) makes Dynamo skip the frame
+            if call.loop and (hazard in BREAKING or (self.is_tensor(("n", call.loop), env) and self._breaking_call(call, env))):
                 out.append(_hit(key, call.line, LOOP_KIND, render(call.func)))
         return out
 
     def _breaking_call(self, call: CallSite, env: _Env) -> bool:
         """A call to an external callable that a graph-break rule matches (the walk reported it)."""
         return any(t.kind in ("ext", "extinst") and self.breaks_at(t.name if t.kind == "ext" else f"{t.name}.__call__")
-                   for t in self.ev.eval(call.func, env.scope)[:4])
+                   for t in self._eval(call.func, env.scope))
 
     def _classify(self, kind: str, expr: Expr, extra, env: _Env) -> str:
         if kind == "class":
@@ -254,7 +263,7 @@ class TensorHazards:
             if self.is_tensor(extra, env):
                 return "data_dependent_shape" if _is_mask(expr, env, self) else ""
             # only a Python container indexed by a tensor calls `__index__` (an unknown base may be a tensor)
-            containers = [v for v in self.ev.eval(extra, env.scope)[:4] if v.kind == "cont"]
+            containers = [v for v in self._eval(extra, env.scope) if v.kind == "cont"]
             return "tensor_to_scalar" if containers else ""
         if kind == "math":
             return "tensor_in_math"
@@ -282,7 +291,7 @@ class TensorHazards:
                 return "data_dependent_shape"
         name = dotted(func) or ""
         if name.rpartition(".")[2] in ("one_hot",):
-            for target in self.ev.eval(func, env.scope)[:2]:
+            for target in self._eval(func, env.scope)[:2]:
                 keyword, count = SHAPE_CHECKED.get(target.name, ("", 0))
                 if keyword and keyword not in call.keywords and call.positional < count:
                     return "one_hot_without_classes"
@@ -321,7 +330,7 @@ def _torch_returns_tensor(name: str) -> bool:
 
 def _is_mask(expr: Expr, env: _Env, hazards: TensorHazards, depth: int = 0) -> bool:
     if expr and expr[0] == "n":
-        return expr[1] in env.masks
+        return env.decide("mask", expr[1], lambda v: _is_mask(v, env, hazards, depth))
     return bool(expr) and expr[0] == "cmp" and hazards.is_tensor(expr[1], env, depth)
 
 
