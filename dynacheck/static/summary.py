@@ -16,7 +16,7 @@ from dynacheck.static import cst_nodes as cn
 from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 10  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 11  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass

@@ -228,6 +228,11 @@ class TensorHazards:
         out: list[Hit] = []
         for kind, line, expr, extra, in_loop in env.scope.function.value_uses:
             hazard = self._classify(kind, expr, extra, env)
+            if hazard == "tensor_formatted" and extra:
+                line = _first_use(env.scope.function, extra, line)
+                if not line:
+                    continue  # never used: Dynamo never formats it
+                extra = None
             if hazard:
                 out.append(_hit(key, line, hazard, _label(kind, expr, extra)))
                 if in_loop and hazard in BREAKING:
@@ -300,6 +305,22 @@ class TensorHazards:
 
 def _hit(key: NodeKey, line: int, hazard: str, label: str) -> Hit:
     return Hit(key, CallSite(line, ("n", label)), label, "boundary", hazard, TRACE, "medium")
+
+
+def _first_use(fn: FunctionSummary, name: str, after: int) -> int:
+    """The first call after `after` that takes `name` as an argument (0 if none): where a lazily
+    formatted string is really built."""
+    needle = ("n", name)
+    lines = [c.line for c in fn.calls if c.line > after and any(_mentions(a, needle) for a in c.args)]
+    return min(lines) if lines else 0
+
+
+def _mentions(expr: tuple, needle: Expr) -> bool:
+    """Whether `needle` occurs in an expression (or a tuple of them, such as call arguments)."""
+    if expr == needle:
+        return True
+    parts = expr[1:] if expr and isinstance(expr[0], str) else expr
+    return any(isinstance(e, tuple) and _mentions(e, needle) for e in parts)
 
 
 def _label(kind: str, expr: Expr, extra) -> str:

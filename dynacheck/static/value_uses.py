@@ -10,7 +10,7 @@ where a graph break also makes Dynamo give up on the loop's frame, GB7000):
     builtin  `range(v)` `sorted(v)` `str(v)` `repr(v)` ...      extra: the builtin's name
     math     `math.f(v)` (any dotted callee; resolved later)   extra: the callee expr
     index    `base[v]` with one non-slice index                extra: the base expr
-    format   `f"{v}"`
+    format   `f"{v}"`                                          extra: the name it is assigned to, if any
     class    a class statement in the function body            expr: the class name
 """
 
@@ -45,6 +45,7 @@ def test_expr(node) -> Expr:
 def collect(root, line: int, in_loop: bool = False) -> list[Use]:
     """Value uses inside one expression or small statement (not descending into nested defs)."""
     uses: list[tuple] = []
+    named = _assigned_name(root)
     stack = [root]
     while stack:
         node = stack.pop()
@@ -58,13 +59,24 @@ def collect(root, line: int, in_loop: bool = False) -> list[Use]:
         elif kind is cst.FormattedString:
             for part in node.parts:
                 if isinstance(part, cst.FormattedStringExpression):
-                    uses.append(("format", line, cn.expr(part.expression), None))
+                    uses.append(("format", line, cn.expr(part.expression), named if node is _value(root) else None))
                     stack.append(part.expression)
             continue
         children = cn.expr_children(node)
         if children:
             stack.extend(reversed(children))
     return [(*use, in_loop) for use in uses]
+
+
+def _value(root):
+    return root.value if isinstance(root, cst.Assign) else None
+
+
+def _assigned_name(root) -> str | None:
+    """`msg = f"..."`: Dynamo formats lazily, so the hazard is where `msg` is first used."""
+    if isinstance(root, cst.Assign) and len(root.targets) == 1 and isinstance(root.targets[0].target, cst.Name):
+        return root.targets[0].target.value
+    return None
 
 
 def _call(node: cst.Call, line: int, uses: list[Use]) -> None:
