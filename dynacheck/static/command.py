@@ -34,8 +34,11 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
               help="Wheels, unpacked trees and parse summaries (default ~/.cache/dynacheck).")
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every chain, not just the shortest per site.")
+@click.option("--fullgraph", is_flag=True,
+              help="The entry is compiled with fullgraph=True: state that compile's outcome (fatal or no break) "
+                   "instead of both.")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
-         fail_on: str | None, cache_dir: Path | None, offline: bool, verbose: bool) -> int:
+         fail_on: str | None, cache_dir: Path | None, offline: bool, verbose: bool, fullgraph: bool) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
     Never imports or runs the scanned code.
@@ -51,7 +54,7 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
     progress = _progress() if sys.stderr.isatty() and fmt == "terminal" else None
     try:
         result = run_scan(list(targets), list(entries), preset, cache_dir=cache_dir, offline=offline,
-                          progress=progress)
+                          progress=progress, fullgraph=fullgraph)
     finally:
         if progress is not None:
             progress.close()

@@ -23,6 +23,8 @@ from dynacheck.static.findings import FindingBuilder
 from dynacheck.static.index import Index
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
+from dynacheck.static.fullgraph import apply as apply_fullgraph
+from dynacheck.static.fullgraph import declared
 from dynacheck.static.tensors import TensorHazards
 from dynacheck.static.values import Evaluator, Value
 
@@ -30,8 +32,11 @@ Progress = Callable[[str], None]
 
 
 def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str | None = None, *,
-         cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None) -> ScanResult:
-    """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it."""
+         cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None,
+         fullgraph: bool = False) -> ScanResult:
+    """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it.
+
+    `fullgraph`: the entry is compiled with `fullgraph=True`; findings state that compile's outcome."""
     if not target_specs:
         raise UserError("No target to scan.", "Pass --target SPEC (e.g. sglang==0.5.9) or a folder.")
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -40,19 +45,19 @@ def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str |
         if progress:
             progress(f"resolving {spec}")
         targets.append(resolve_target(spec, cache_dir=cache, offline=offline))
-    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress)
+    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress, fullgraph=fullgraph)
 
 
 def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir: Path | None = None,
-               preset: str | None = None) -> ScanResult:
+               preset: str | None = None, fullgraph: bool = False) -> ScanResult:
     """Scan folders that hold packages (fixtures, a checkout's src/), without any download."""
     targets = [resolve_target(str(root), cache_dir=cache_dir or default_cache_dir()) for root in roots]
-    return scan_targets(targets, entries, preset, cache_dir=cache_dir)
+    return scan_targets(targets, entries, preset, cache_dir=cache_dir, fullgraph=fullgraph)
 
 
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
                  cache_dir: Path | None = None, progress: Progress | None = None,
-                 observer: dict | None = None) -> ScanResult:
+                 observer: dict | None = None, fullgraph: bool = False) -> ScanResult:
     """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files)."""
     started = time.perf_counter()
     all_entries = list(entries)
@@ -94,6 +99,9 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
     builder = FindingBuilder(index, catalog, locator.display_path, lambda p: _package(locator, p))
     findings = builder.build(walk, entry_of)
+    why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
+    if why_fullgraph:
+        findings = apply_fullgraph(findings, why_fullgraph)
     stats = ScanStats(
         files_in_trees=sum(1 for _ in locator.iter_files()),
         files_parsed=cache.parsed + cache.hits,
@@ -104,7 +112,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     return ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
         problems=tuple(_display_problems(problems, locator)), stats=stats, tool_version=__version__,
-        torch_version=catalog.torch_version,
+        torch_version=catalog.torch_version, deployment={"fullgraph": why_fullgraph} if why_fullgraph else {},
     )
 
 
