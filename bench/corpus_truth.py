@@ -53,7 +53,8 @@ def main() -> int:
             problems.append(f"{path.stem}: a positive program that compiles into one graph")
         elif path.stem.startswith("n") and broke:
             problems.append(f"{path.stem}: a negative program that breaks")
-    (CORPUS / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
+    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else CORPUS / "truth.json"
+    out.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
     positives = sum(1 for p in programs if p.stem.startswith("p"))
     sites = sum(len(e["breaks"]) for e in truth["programs"].values())
     print(f"{len(programs)} programs ({positives} positive), {sites} break sites, torch {torch.__version__}")

@@ -105,3 +105,32 @@ def test_quiet_fixture_is_one_graph(rule):
         pytest.skip(NOT_ON_CPU[rule.id])
     verdict = judge(_entry(rule.fixture_quiet), lambda: torch.ones(4))
     assert not verdict.breaks and not verdict.fatal, f"{rule.fixture_quiet}: {verdict.breaks} {verdict.fullgraph_error}"
+
+
+def test_recorded_messages_are_current():
+    """rules/messages.json (shown by `rules --explain`) was recorded on this torch and agrees with the catalogue."""
+    import json
+
+    from dynacheck.catalog import rules_folder
+
+    recorded = json.loads((rules_folder() / "messages.json").read_text())
+    if recorded["torch"].split("+")[0] != torch.__version__.split("+")[0]:
+        pytest.skip(f"messages recorded on torch {recorded['torch']}; regenerate with bench/rule_messages.py")
+    for rule in RULES:
+        if rule.id in NOT_ON_CPU:
+            continue
+        entry = recorded["rules"].get(rule.id)
+        assert entry, f"{rule.id} has no recorded Dynamo message: run bench/rule_messages.py"
+        assert entry["fixture"] == rule.fixture_fire, f"{rule.id}: recorded for another fixture"
+        if rule.outcome.gb_id:
+            assert rule.outcome.gb_id in {b["gb_id"] for b in entry["default"]}, rule.id
+        assert (entry["fullgraph"] is not None) == rule.outcome.fatal_under_fullgraph, rule.id
+
+
+def test_explain_shows_the_firing_fixture_and_dynamos_words():
+    from dynacheck.catalog_command import explain_text
+
+    catalog = load_catalog()
+    text = explain_text(catalog, catalog.get("DC110"))
+    assert "## Checked against Dynamo" in text
+    assert "class BranchFire" in text and "Data-dependent branching" in text

@@ -24,6 +24,7 @@ class Break:
     gb_type: str
     file: str
     line: int
+    message: str = ""  # Dynamo's own words: the break type and its explanation, a few lines
 
 
 @dataclass
@@ -111,7 +112,23 @@ def _from_payload(text: str, exc: BaseException | None, near: str) -> Break:
             inside_text = [int(n) for f, n in spots if Path(f).resolve() == Path(near).resolve()]
             if inside_text:
                 file, line = near, inside_text[-1]
-    return Break(registry.gb_id_for(gb_type, text), gb_type, file, line)
+    reason = text.partition("Graph Break Reason:")[2] or text
+    return Break(registry.gb_id_for(gb_type, text), gb_type, file, line, _message(reason))
+
+
+def _message(text: str, lines: int = 3) -> str:
+    """The first lines of Dynamo's text, up to the stack it prints after them."""
+    kept = []
+    for raw in text.strip().splitlines():
+        if raw.startswith(("User code traceback", "For more details", "  Hint:", "  Developer debug")) \
+                or raw.strip().startswith("from user code"):
+            break
+        if raw.startswith("Encountered graph break when attempting to trace") or not raw.strip():
+            continue
+        kept.append(raw.rstrip())
+        if len(kept) >= lines:
+            break
+    return "\n".join(kept)
 
 
 def _from_exception(exc: BaseException, near: str) -> Break:
@@ -128,7 +145,7 @@ def _from_exception(exc: BaseException, near: str) -> Break:
         spots = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
         inside = [int(n) for f, n in spots if Path(f).resolve() == Path(near).resolve()]
         line = inside[-1] if inside else 0
-    return Break(registry.gb_id_for(gb_type, str(exc)), gb_type, near, line)
+    return Break(registry.gb_id_for(gb_type, str(exc)), gb_type, near, line, _message(str(exc)))
 
 
 def _unique(breaks) -> list[Break]:
