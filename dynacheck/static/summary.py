@@ -16,6 +16,7 @@ from dynacheck.static import cst_nodes as cn
 from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
+ARG_DEPTH = 26  # cst_nodes.expr stops at depth 30: call arguments keep four levels
 SUMMARY_VERSION = 11  # bump when the shape below changes: invalidates the cache
 
 
@@ -256,7 +257,7 @@ class _ModuleWalker:
         positional = [*stmt.params.posonly_params, *stmt.params.params]
         summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
                          isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
-        summary.param_annotations = {p.name.value: cn.annotation_text(p.annotation.annotation)
+        summary.param_annotations = {p.name.value: value_uses.annotation_name(p.annotation.annotation)
                                      for p in cn.all_params(stmt.params) if p.annotation is not None}
         if stmt.returns is not None:
             summary.returns_annotation = cn.annotation_text(stmt.returns.annotation)
@@ -369,9 +370,9 @@ class _ModuleWalker:
                     self.note_fake(self.expr(call))
             return
         line = getattr(node, "lineno", line)
+        calls, found = value_uses.calls_and_uses(root, line, bool(loop))
         if uses:
-            scope.function.value_uses.extend(value_uses.collect(root, line, bool(loop)))
-        calls = cn.collect_calls(root)
+            scope.function.value_uses.extend(found)
         if not calls:
             return
         lines = cn.call_lines(node, calls) if node is not None else None
@@ -380,7 +381,8 @@ class _ModuleWalker:
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
-            args = tuple(self.expr(a.value) for a in call.args if a.keyword is None and not a.star)
+            # arguments only as deep as tensor-ness needs (a few levels): cheaper than the whole tree
+            args = tuple(cn.expr(a.value, ARG_DEPTH) for a in call.args if a.keyword is None and not a.star)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop, args=args))
 
     def expr(self, node) -> Expr:

@@ -28,6 +28,22 @@ _NAME_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 Use = tuple  # (kind, line, expr, extra, in_loop)
 
 
+def annotation_name(node) -> str:
+    """A parameter's annotation as short text, cheaply: `torch.Tensor`, `Optional[torch.Tensor]`,
+    `torch.Tensor | None`; "?" for anything more complex (only tensor-ness is read from it)."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return cn.dotted_cst(node) or "?"
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return text if isinstance(text, str) and len(text) < 80 else "?"
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        head = cn.dotted_cst(node.value).rpartition(".")[2]
+        return f"{head}[{annotation_name(node.slice[0].slice.value)}]"
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return f"{annotation_name(node.left)} | {annotation_name(node.right)}"
+    return "?"
+
+
 def test_expr(node) -> Expr:
     """A branch test as our expression form; `is`/`in` tests are Python bools whatever the operands."""
     if isinstance(node, cst.Comparison):
@@ -44,6 +60,13 @@ def test_expr(node) -> Expr:
 
 def collect(root, line: int, in_loop: bool = False) -> list[Use]:
     """Value uses inside one expression or small statement (not descending into nested defs)."""
+    return calls_and_uses(root, line, in_loop)[1]
+
+
+def calls_and_uses(root, line: int, in_loop: bool = False) -> tuple[list[cst.Call], list[Use]]:
+    """One walk for both: the calls in source order (as `cst_nodes.collect_calls` lists them) and the
+    value uses (the summary pass runs this on every statement, so it walks each tree once)."""
+    calls: list[cst.Call] = []
     uses: list[tuple] = []
     named = _assigned_name(root)
     stack = [root]
@@ -51,6 +74,7 @@ def collect(root, line: int, in_loop: bool = False) -> list[Use]:
         node = stack.pop()
         kind = type(node)
         if kind is cst.Call:
+            calls.append(node)
             _call(node, line, uses)
         elif kind is cst.IfExp:
             uses.append(("test", line, test_expr(node.test), None))
@@ -60,12 +84,10 @@ def collect(root, line: int, in_loop: bool = False) -> list[Use]:
             for part in node.parts:
                 if isinstance(part, cst.FormattedStringExpression):
                     uses.append(("format", line, cn.expr(part.expression), named if node is _value(root) else None))
-                    stack.append(part.expression)
-            continue
         children = cn.expr_children(node)
         if children:
             stack.extend(reversed(children))
-    return [(*use, in_loop) for use in uses]
+    return calls, [(*use, in_loop) for use in uses]
 
 
 def _value(root):
@@ -80,18 +102,22 @@ def _assigned_name(root) -> str | None:
 
 
 def _call(node: cst.Call, line: int, uses: list[Use]) -> None:
-    args = [a for a in node.args if a.keyword is None and not a.star]
-    if not args:
-        return
-    first = cn.expr(args[0].value)
     func = node.func
     if isinstance(func, cst.Name):
         if func.value in CONVERTERS:
-            uses.append(("convert", line, first, func.value))
+            kind = "convert"
         elif func.value in BUILTINS:
-            uses.append(("builtin", line, first, func.value))
+            kind = "builtin"
+        else:
+            return
+        extra = func.value
     elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "math":
-        uses.append(("math", line, first, cn.expr(func)))
+        kind, extra = "math", cn.expr(func)
+    else:
+        return
+    args = [a for a in node.args if a.keyword is None and not a.star]
+    if args:
+        uses.append((kind, line, cn.expr(args[0].value), extra))
 
 
 def _subscript(node: cst.Subscript, line: int, uses: list[Use]) -> None:
