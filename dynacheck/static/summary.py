@@ -16,8 +16,8 @@ from dynacheck.static import cst_nodes as cn
 from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
-ARG_DEPTH = 26  # cst_nodes.expr stops at depth 30: call arguments keep four levels
-SUMMARY_VERSION = 11  # bump when the shape below changes: invalidates the cache
+ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
+SUMMARY_VERSION = 12  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -51,7 +51,7 @@ class FunctionSummary:
     globals_declared: set[str] = field(default_factory=set)  # `global x`: assignments rebind the module
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
     arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
-    param_annotations: dict[str, str] = field(default_factory=dict)  # parameter -> annotation text
+    param_annotations: dict[str, str] = field(default_factory=dict)  # parameter -> "Tensor" | "other" (annotated)
     value_uses: list[tuple] = field(default_factory=list)  # see value_uses.py: values used as Python values
 
 
@@ -257,7 +257,7 @@ class _ModuleWalker:
         positional = [*stmt.params.posonly_params, *stmt.params.params]
         summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
                          isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
-        summary.param_annotations = {p.name.value: value_uses.annotation_name(p.annotation.annotation)
+        summary.param_annotations = {p.name.value: value_uses.annotation_kind(p.annotation.annotation)
                                      for p in cn.all_params(stmt.params) if p.annotation is not None}
         if stmt.returns is not None:
             summary.returns_annotation = cn.annotation_text(stmt.returns.annotation)
@@ -381,7 +381,7 @@ class _ModuleWalker:
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
-            # arguments only as deep as tensor-ness needs (a few levels): cheaper than the whole tree
+            # arguments only as deep as tensor-ness needs (three levels): cheaper than the whole tree
             args = tuple(cn.expr(a.value, ARG_DEPTH) for a in call.args if a.keyword is None and not a.star)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, guards, loop, args=args))
 

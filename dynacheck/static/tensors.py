@@ -16,13 +16,13 @@ tensors stored on objects other than `self`, buffers registered by name, dynamic
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Callable
 
 from dynacheck.static.ir import Expr, dotted, render
 from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
 from dynacheck.static.summary import CallSite, FunctionSummary
+from dynacheck.static.value_uses import TENSOR, is_tensor_annotation
 from dynacheck.static.values import Evaluator, Scope, Value
 
 # Tensor methods and attributes whose result is not a tensor.
@@ -355,16 +355,8 @@ def _is_mask(expr: Expr, env: _Env, hazards: TensorHazards, depth: int = 0) -> b
     return bool(expr) and expr[0] == "cmp" and hazards.is_tensor(expr[1], env, depth)
 
 
-_TENSOR_ANNOTATION = re.compile(r"^\s*(Optional\[)?\s*[\"']?(torch\.)?Tensor[\"']?\s*(\]|\|\s*None)?\s*$")
-
-
-def is_tensor_annotation(text: str) -> bool:
-    """`Tensor`, `torch.Tensor`, `Optional[torch.Tensor]`, `torch.Tensor | None` (not containers of tensors)."""
-    return bool(text) and bool(_TENSOR_ANNOTATION.match(text))
-
-
 def _annotated(fn: FunctionSummary) -> set[str]:
-    return {p for p, text in fn.param_annotations.items() if is_tensor_annotation(text)}
+    return {p for p, kind in fn.param_annotations.items() if kind == TENSOR}
 
 
 def _positional(fn: FunctionSummary, bound: bool) -> tuple[str, ...]:

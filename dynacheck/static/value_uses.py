@@ -16,6 +16,8 @@ where a graph break also makes Dynamo give up on the loop's frame, GB7000):
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from dynacheck.static import cst_nodes as cn
@@ -26,6 +28,20 @@ BUILTINS = frozenset({"range", "sorted", "str", "repr", "format", "hex", "oct", 
 _NAME_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 
 Use = tuple  # (kind, line, expr, extra, in_loop)
+
+
+_TENSOR_ANNOTATION = re.compile(r"^\s*(Optional\[)?\s*[\"']?(torch\.)?Tensor[\"']?\s*(\]|\|\s*None)?\s*$")
+TENSOR, OTHER = "Tensor", "other"  # what the summary keeps of a parameter's annotation
+
+
+def is_tensor_annotation(text: str) -> bool:
+    """`Tensor`, `torch.Tensor`, `Optional[torch.Tensor]`, `torch.Tensor | None` (not containers of tensors)."""
+    return bool(text) and bool(_TENSOR_ANNOTATION.match(text))
+
+
+def annotation_kind(node) -> str:
+    """TENSOR or OTHER: all the tensor dataflow needs of a parameter's annotation (kept small in the cache)."""
+    return TENSOR if is_tensor_annotation(annotation_name(node)) else OTHER
 
 
 def annotation_name(node) -> str:
