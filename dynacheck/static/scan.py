@@ -25,7 +25,7 @@ from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
 from dynacheck.static.fullgraph import apply as apply_fullgraph
 from dynacheck.static.fullgraph import declared
-from dynacheck.static.tensors import TensorHazards
+from dynacheck.static.tensors import INT_TOLIST, TensorHazards
 from dynacheck.static.values import Evaluator, Value
 
 Progress = Callable[[str], None]
@@ -84,7 +84,11 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         rule = catalog.match_call(name)
         return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)
 
-    walk.hits.extend(TensorHazards(evaluator, breaks_at).hits(walk))
+    value_hits = TensorHazards(evaluator, breaks_at).hits(walk)
+    # `.tolist()` on a tensor known to hold integers is DC119 (GB0033), not the float case DC051
+    ints = {(h.at, h.call.line) for h in value_hits if h.boundary == INT_TOLIST}
+    walk.hits = [h for h in walk.hits if not (h.kind == "method" and h.callee == "tolist"
+                                              and (h.at, h.call.line) in ints)] + value_hits
     if walk.truncated:
         problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
     entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}

@@ -44,6 +44,11 @@ NOT_TENSOR_PREFIXES = ("torch.compiler.", "torch._dynamo.", "torch.cuda.", "torc
                        "torch.enable_grad", "torch.inference_mode", "torch.manual_seed", "torch.save", "torch.load",
                        "torch.ops.", "torch.typename", "torch.numel", "torch.cond")
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"})
+# Tensor methods whose result holds integers (for `.tolist()`: GB0033 on integers, GB0109 on floats).
+INT_METHODS = frozenset({"long", "int", "short", "argmax", "argmin", "argsort", "nonzero", "bincount", "numel"})
+KEEP_DTYPE_METHODS = frozenset({"abs", "clamp", "remainder", "flatten", "view", "reshape", "contiguous", "clone",
+                                "sum", "cumsum", "max", "min", "flip", "squeeze", "unsqueeze", "t", "cpu", "cuda"})
+INT_TOLIST = "int_tensor_tolist"
 SHAPE_CHECKED = {"torch.nn.functional.one_hot": ("num_classes", 2)}  # needs this keyword or positional count
 
 CLASS_KIND = "class_in_compiled_function"
@@ -286,8 +291,24 @@ class TensorHazards:
             return self._test_reads_tensor(expr[1], env)
         return self.is_tensor(expr, env)
 
+    def is_int_tensor(self, expr: Expr, env: _Env) -> bool:
+        """A tensor of integers: `.long()`, `argmax()`... and dtype-keeping methods or `%` on one."""
+        kind = expr[0] if expr else "?"
+        if kind == "n":
+            return env.decide("int", expr[1], lambda v: self.is_int_tensor(v, env))
+        if kind == "c" and expr[1] and expr[1][0] == "a":
+            method, base = expr[1][2], expr[1][1]
+            if method in INT_METHODS:
+                return self.is_tensor(base, env)
+            return method in KEEP_DTYPE_METHODS and self.is_int_tensor(base, env)
+        if kind == "op":
+            return self.is_int_tensor(expr[1], env) and not self.is_tensor(expr[2], env)
+        return False
+
     def _call_hazard(self, call: CallSite, env: _Env) -> str:
         func = call.func
+        if func and func[0] == "a" and func[2] == "tolist" and self.is_int_tensor(func[1], env):
+            return INT_TOLIST
         if func and func[0] == "a" and func[2] in DYNAMIC_SHAPE_METHODS and self.is_tensor(func[1], env):
             return "data_dependent_shape"
         if func and func[0] == "a" and func[2] == "repeat_interleave":
