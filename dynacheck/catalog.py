@@ -33,11 +33,15 @@ FIX_KINDS = ("custom_op", "assume_constant_result", "hoist", "allow_in_graph", "
 BOUNDARIES = (
     "disable", "custom_op_without_fake", "assume_constant_result", "allow_in_graph",
     "nonstrict_trace", "skipped_when_compiled", "break_in_layer_loop", "jit_kernel_call",
+    # value hazards (static/tensors.py): a tensor used as a Python value, or a construct Dynamo refuses
+    "tensor_branch", "branch_on_tensor_scalar", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin",
+    "tensor_repr", "tensor_formatted", "data_dependent_shape", "one_hot_without_classes",
+    "class_in_compiled_function", "int_tensor_tolist",
 )
 _REQUIRED = ("id", "name", "family", "title", "severity", "outcome", "why", "fixes", "example")
 _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")
 _OUTCOME_REQUIRED = ("kind", "fatal_under_fullgraph")
-_OUTCOME_OPTIONAL = ("gb_id", "gb_type", "detail", "explanation", "hints")
+_OUTCOME_OPTIONAL = ("gb_id", "gb_type", "detail", "explanation", "hints", "by_torch")
 _FIX_KEYS = ("kind", "text", "sound")
 # Other spellings of the same callables (the module that really defines them); rules use the
 # public spelling on the right.
@@ -87,6 +91,7 @@ class Rule:
     fixture_fire: str = ""
     fixture_quiet: str = ""
     source: str = ""  # the TOML file the rule came from
+    gb_by_torch: tuple[tuple[str, str], ...] = ()  # (torch "major.minor", GB id) where that torch differs
     explained_by: str = "catalogue"  # where outcome.explanation came from: "catalogue" or "torch <version>"
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,6 +111,7 @@ class Rule:
             "example": self.example,
             "fixture_fire": self.fixture_fire,
             "fixture_quiet": self.fixture_quiet,
+            "gb_by_torch": dict(self.gb_by_torch),
         }
 
 
@@ -302,7 +308,20 @@ def parse_rule(raw: Mapping[str, Any], source: str) -> Rule:
         fixture_fire=str(raw.get("fixture_fire", "")),
         fixture_quiet=str(raw.get("fixture_quiet", "")),
         source=source,
+        gb_by_torch=_parse_by_torch(raw["outcome"].get("by_torch", {}), source, rule_id),
     )
+
+
+def _parse_by_torch(raw: Any, source: str, rule_id: str) -> tuple[tuple[str, str], ...]:
+    """`[rule.outcome.by_torch]` `"2.11" = "GB0007"`: the GB id on a torch where Dynamo reports another."""
+    if not isinstance(raw, dict):
+        raise _fail(source, rule_id, "`outcome.by_torch` must be a table of \"major.minor\" = \"GB####\"")
+    out = []
+    for version, gb_id in sorted(raw.items()):
+        if not (isinstance(gb_id, str) and gb_id.startswith("GB") and gb_id[2:].isdigit() and len(gb_id) == 6):
+            raise _fail(source, rule_id, f"outcome.by_torch {version!r}: {gb_id!r} is not of the form GB####")
+        out.append((str(version), gb_id))
+    return tuple(out)
 
 
 def read_rule_file(path: Path) -> list[Rule]:
@@ -328,7 +347,12 @@ def read_rule_file(path: Path) -> list[Rule]:
 
 
 def enrich(rule: Rule, registry: Mapping[str, dynamo_registry.RegistryEntry], torch_version: str = "") -> Rule:
-    """Take the GB type, explanation and hints from torch's registry where it knows the id."""
+    """Take the GB type, explanation and hints from torch's registry where it knows the id; on a torch
+    listed in the rule's `by_torch`, that torch's GB id first."""
+    minor = ".".join(torch_version.split("+")[0].split(".")[:2])
+    override = dict(rule.gb_by_torch).get(minor) if minor else None
+    if override and override != rule.outcome.gb_id:
+        rule = replace(rule, outcome=replace(rule.outcome, gb_id=override, gb_type="", explanation="", hints=()))
     entry = registry.get(rule.outcome.gb_id) if rule.outcome.gb_id else None
     if entry is None:
         return rule

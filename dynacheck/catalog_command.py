@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dynacheck.catalog import Catalog, Rule, load_catalog
+from dynacheck.catalog import Catalog, Rule, load_catalog, rules_folder
 
 OUTCOME_WORDS = {
     "graph_break": "graph break",
@@ -77,7 +78,9 @@ def explain_text(catalog: Catalog, rule: Rule) -> str:
         lines += ["", f"Dynamo's explanation (from {rule.explained_by}): {out.explanation}"]
     for hint in out.hints:
         lines.append(f"  hint: {hint}")
-    lines += ["", "## Example", "", "```python", rule.example, "```", "", "## Fixes, in order", ""]
+    lines += ["", "## Example", "", "```python", rule.example, "```", ""]
+    lines += checked_against_dynamo(rule.id)
+    lines += ["## Fixes, in order", ""]
     for i, fix in enumerate(rule.fixes, 1):
         mark = "" if fix.sound else " (UNSOUND, users ask for it; do not use)"
         lines.append(f"{i}. {fix.kind}{mark}: {' '.join(fix.text.split())}")
@@ -88,6 +91,39 @@ def explain_text(catalog: Catalog, rule: Rule) -> str:
     if rule.boundary:
         lines += ["", f"Fired at the Dynamo boundary: {rule.boundary}"]
     return "\n".join(lines)
+
+
+def checked_against_dynamo(rule_id: str) -> list[str]:
+    """The rule's firing fixture and what the real Dynamo said about it (rules/messages.json)."""
+    seen = _messages()
+    entry = seen.get("rules", {}).get(rule_id)
+    if not entry:
+        return []
+    lines = [f"## Checked against Dynamo (torch {seen.get('torch', '?')}, `backend=\"eager\"`)", "",
+             f"Firing fixture `{entry['fixture']}`:", "", "```python", entry["code"].rstrip(), "```", ""]
+    first = entry.get("first_line", 1)
+    for brk in entry.get("default") or []:
+        where = f"line {brk['line'] - first + 1} of the fixture" if brk.get("line") else "the fixture"
+        lines.append(f"Default compile: {brk['gb_id'] or 'no GB id'} at {where}:")
+        lines += [f"    {text}" for text in brk["message"].splitlines()]
+    if not entry.get("default"):
+        lines.append("Default compile: one graph, no break.")
+    full = entry.get("fullgraph")
+    if full:
+        lines.append(f"fullgraph=True: raises {full['gb_id'] or '(no GB id)'}:")
+        lines += [f"    {text}" for text in full["message"].splitlines()[:3]]
+    else:
+        lines.append("fullgraph=True: compiles (no error).")
+    return lines + [""]
+
+
+@functools.lru_cache(maxsize=1)
+def _messages() -> dict:
+    path = rules_folder() / "messages.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 @click.command("rules")

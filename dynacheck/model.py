@@ -313,3 +313,8 @@ class Diff(_Record):
         "unchanged": Finding,
         "suppressed": Finding,
     }
+
+
+def deployment_given(deployment: dict[str, Any]) -> bool:
+    """Whether a scan evaluated a deployment (its `name` is set); a `fullgraph` note alone decides nothing."""
+    return bool(deployment and deployment.get("name"))

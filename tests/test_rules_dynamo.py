@@ -30,7 +30,7 @@ STATIC_ONLY = {
 }
 NEEDS_MODULE = {"DC062": "tvm_ffi"}
 # Fatal under fullgraph without a GB id: the text Dynamo's UserError carries instead.
-FULLGRAPH_USER_ERROR = {"DC050": "data-dependent expression"}
+FULLGRAPH_USER_ERROR = {"DC112": "data-dependent", "DC118": "data-dependent expression"}
 RULES = load_catalog().rules
 BUILTIN_NAMED = re.compile(r"trace the (Python )?builtin `[^`]+`")
 
@@ -110,6 +110,7 @@ def test_quiet_fixture_compiles_with_fullgraph(rule):
 
 def test_item_breaks_without_fullgraph_with_its_gb_type():
     rule = load_catalog().get("DC050")
+    assert not rule.outcome.fatal_under_fullgraph  # FIELD_NOTES: the read alone survives fullgraph
     torch._dynamo.reset()
     explanation = torch._dynamo.explain(entry_callable(rule.fixture_fire))(torch.ones(4))
     reasons = " ".join(str(b.reason) for b in explanation.break_reasons)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dynacheck.model import deployment_given
+
 import shlex
 
 import click
@@ -58,7 +60,7 @@ def gate(baseline, update_baseline, targets, entries, preset, fail_on, fmt, out,
             err=True,
         )
     else:
-        not_counted = _not_counted(verdict.diff.added, config.include_conditional or not verdict.scan.deployment)
+        not_counted = _not_counted(verdict.diff.added, config.include_conditional or not deployment_given(verdict.scan.deployment))
         click.echo(f"dynacheck gate: passed: no new finding at or above '{config.fail_on}' (baseline {where})"
                    f"{not_counted}.", err=True)
     return verdict.exit_code

@@ -10,6 +10,8 @@ those too.
 
 from __future__ import annotations
 
+from dynacheck.model import deployment_given
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +73,7 @@ def counted(findings: Sequence[Finding], fail_on: str, include_conditional: bool
 
 def exit_verdict(result: ScanResult, fail_on: str, include_conditional: bool = False) -> tuple[int, str]:
     """The exit code and one sentence saying why it is what it is."""
-    decided = bool(result.deployment)
+    decided = deployment_given(result.deployment)
     failing = counted(result.findings, fail_on, include_conditional, decided)
     conditional = [f for f in result.findings if f.status != "suppressed" and decided and not f.unconditional]
     suppressed = sum(f.status == "suppressed" for f in result.findings)

@@ -5,6 +5,8 @@ Kept apart from the click command so tests and other rooms can call it and read 
 
 from __future__ import annotations
 
+from dynacheck.model import deployment_given
+
 import importlib
 import sys
 from collections.abc import Sequence
@@ -66,7 +68,7 @@ def judge(comparison: Comparison, fail_on: str, result: ScanResult, include_cond
     threshold = severity_rank(fail_on)
     diff = comparison.diff
 
-    decided = bool(result.deployment)
+    decided = deployment_given(result.deployment)
 
     def counts(f: Finding) -> bool:
         return severity_rank(f.severity) >= threshold and (include_conditional or not decided or f.unconditional)

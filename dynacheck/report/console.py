@@ -6,6 +6,8 @@ hop was believed (weak hops marked), then the fixes: sound ones first, unsound o
 
 from __future__ import annotations
 
+from dynacheck.model import deployment_given
+
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
@@ -60,7 +62,7 @@ def _sites(console: Console, scan: ScanResult, matches: dict, verbose: bool) -> 
     """One block per site that holds on the deployment, worst first; suppressed ones only with -v."""
     groups = [g for g in view.group_by_site([f for f in scan.findings if view.holds(f, scan)])
               if verbose or g.lead.status != "suppressed"]
-    plan = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
+    plan = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=deployment_given(scan.deployment))
     shown = groups if verbose else view.sites_for_plan(groups, plan, SITES_SHOWN)
     for group in shown:
         console.print()
@@ -98,7 +100,7 @@ def _conditional(console: Console, scan: ScanResult, matches: dict, show: bool) 
 
 def _plan(console: Console, scan: ScanResult, top: int = 5) -> None:
     """Where to start: the fixes that clear the most fatal sites."""
-    steps = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
+    steps = list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=deployment_given(scan.deployment))
     if not steps:
         return
     console.print(Text("fix plan (the first sound fix of each site that holds on this deployment, most fatal "

@@ -9,6 +9,8 @@ distinct window is written once (`source.SourcePool`) and cloned into a hop when
 
 from __future__ import annotations
 
+from dynacheck.model import deployment_given
+
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -100,7 +102,7 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
                in enumerate(view.seen_only(review, outside=True), 1) if events]
     active, idle = view.active_processes(review)
     scan = review.scan
-    plan = (list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=bool(scan.deployment))
+    plan = (list(scan.fix_plan) or view.fix_plan(scan.findings, unconditional_only=deployment_given(scan.deployment))
             if scan is not None else [])
     context = {
         "title": title,

@@ -7,6 +7,8 @@ terminal, the HTML page and the PR comment never disagree.
 
 from __future__ import annotations
 
+from dynacheck.model import deployment_given
+
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -59,7 +61,7 @@ def holds(finding: Finding, scan: ScanResult | None) -> bool:
     if a flag, env var or runtime value differs from it; without one nothing was decided, so every
     finding holds (the conditions still say what it depends on).
     """
-    return not (finding.conditions and scan is not None and scan.deployment)
+    return not (finding.conditions and scan is not None and deployment_given(scan.deployment))
 
 
 def gb_link(gb_id: str) -> str:

@@ -50,10 +50,13 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
 @click.option("--platform", default=None, metavar="NAME", help="cuda, rocm, npu, xpu, hpu, cpu, musa.")
 @click.option("--env", "env_pairs", multiple=True, metavar="NAME=VALUE",
               help="An environment variable of the deployment (others are unset when a deployment is given).")
+@click.option("--fullgraph", is_flag=True,
+              help="The entry is compiled with fullgraph=True: state that compile's outcome (fatal or no break) "
+                   "instead of both.")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
          fail_on: str | None, config_file: Path | None, cache_dir: Path | None, offline: bool,
          show_conditional: bool, verbose: bool, server_args: str | None, model_config: Path | None,
-         gpu: str | None, platform: str | None, env_pairs: tuple[str, ...]) -> int:
+         gpu: str | None, platform: str | None, env_pairs: tuple[str, ...], fullgraph: bool) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
     Never imports or runs the scanned code. With no --target/--entry/--preset it scans the targets of
@@ -80,7 +83,8 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
         spec = DeploymentSpec(preset=inputs.preset, server_args=server_args, model_config=model_config, gpu=gpu,
                               platform=platform, env=parse_env(env_pairs))
         result = run_scan(list(inputs.specs), list(inputs.entries), inputs.preset, cache_dir=cache_dir,
-                          offline=offline, progress=progress, deployment=spec)
+                          offline=offline, progress=progress, deployment=spec,
+                          fullgraph=fullgraph)
     finally:
         if progress is not None:
             progress.close()

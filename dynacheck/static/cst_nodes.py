@@ -131,28 +131,6 @@ def exits(block) -> bool:
     return bool(stmts) and isinstance(stmts[-1], (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
-def collect_calls_guarded(root) -> tuple[list[cst.Call], list[tuple]]:
-    """Calls in source order, each with the conditional-expression branches it sits in:
-    `FileLock(p) if need_lock else nullcontext()` calls FileLock only when need_lock holds."""
-    found: list[cst.Call] = []
-    where: list[tuple] = []
-    stack: list[tuple] = [(root, ())]
-    while stack:
-        node, inside = stack.pop()
-        if type(node) is cst.Call:
-            found.append(node)
-            where.append(inside)
-        if type(node) is cst.IfExp:
-            stack.append((node.orelse, inside + ((node.test, False),)))
-            stack.append((node.body, inside + ((node.test, True),)))
-            stack.append((node.test, inside))
-            continue
-        children = expr_children(node)
-        if children:
-            stack.extend((c, inside) for c in reversed(children))
-    return found, where
-
-
 def collect_calls(root) -> list[cst.Call]:
     """Calls in source order (outer before inner), not descending into nested defs or lambdas."""
     found: list[cst.Call] = []

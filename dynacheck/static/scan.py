@@ -26,6 +26,9 @@ from dynacheck.static.findings import FindingBuilder
 from dynacheck.static.index import Index
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
+from dynacheck.static.fullgraph import apply as apply_fullgraph
+from dynacheck.static.fullgraph import declared
+from dynacheck.static.tensors import INT_TOLIST, TensorHazards
 from dynacheck.static.values import Evaluator, Value
 
 Progress = Callable[[str], None]
@@ -33,8 +36,10 @@ Progress = Callable[[str], None]
 
 def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str | None = None, *,
          cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None,
-         deployment: DeploymentSpec | None = None) -> ScanResult:
-    """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it."""
+         deployment: DeploymentSpec | None = None, fullgraph: bool = False) -> ScanResult:
+    """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it.
+
+    `fullgraph`: the entry is compiled with `fullgraph=True`; findings state that compile's outcome."""
     if not target_specs:
         raise UserError("No target to scan.", "Pass --target SPEC (e.g. sglang==0.5.9) or a folder.")
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -44,19 +49,23 @@ def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str |
             progress(f"resolving {spec}")
         counts = getattr(progress, "counts", None)  # downloads and unpacking report files done of total
         targets.append(resolve_target(spec, cache_dir=cache, offline=offline, progress=counts))
-    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress, deployment=deployment)
+    return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress, deployment=deployment,
+                        fullgraph=fullgraph)
 
 
 def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir: Path | None = None,
-               preset: str | None = None, deployment: DeploymentSpec | None = None) -> ScanResult:
+               preset: str | None = None, deployment: DeploymentSpec | None = None,
+               fullgraph: bool = False) -> ScanResult:
     """Scan folders that hold packages (fixtures, a checkout's src/), without any download."""
     targets = [resolve_target(str(root), cache_dir=cache_dir or default_cache_dir()) for root in roots]
-    return scan_targets(targets, entries, preset, cache_dir=cache_dir, deployment=deployment)
+    return scan_targets(targets, entries, preset, cache_dir=cache_dir, deployment=deployment,
+                        fullgraph=fullgraph)
 
 
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
                  cache_dir: Path | None = None, progress: Progress | None = None,
-                 observer: dict | None = None, deployment: DeploymentSpec | None = None) -> ScanResult:
+                 observer: dict | None = None, deployment: DeploymentSpec | None = None,
+                 fullgraph: bool = False) -> ScanResult:
     """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files).
 
     The deployment (a preset's, overridden by `deployment`'s fields) is evaluated during the walk:
@@ -88,6 +97,15 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
 
     walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values)
+    def breaks_at(name: str) -> bool:
+        rule = catalog.match_call(name)
+        return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)
+
+    value_hits = TensorHazards(evaluator, breaks_at).hits(walk)
+    # `.tolist()` on a tensor known to hold integers is DC119 (GB0033), not the float case DC051
+    ints = {(h.at, h.call.line) for h in value_hits if h.boundary == INT_TOLIST}
+    walk.hits = [h for h in walk.hits if not (h.kind == "method" and h.callee == "tolist"
+                                              and (h.at, h.call.line) in ints)] + value_hits
     if walk.truncated:
         problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
     entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}
@@ -102,6 +120,9 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
     builder = FindingBuilder(index, catalog, locator.display_path, lambda p: _package(locator, p))
     findings = builder.build(walk, entry_of)
+    why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
+    if why_fullgraph:
+        findings = apply_fullgraph(findings, why_fullgraph)
     stats = ScanStats(
         files_in_trees=sum(1 for _ in locator.iter_files()),
         files_parsed=cache.parsed + cache.hits,
@@ -112,7 +133,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     return ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
         problems=tuple(_display_problems(problems + _unreadable_folders(locator), locator)), stats=stats,
-        tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict(),
+        tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
     )
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from dynacheck.static import cst_nodes as cn
+from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
-SUMMARY_VERSION = 12  # bump when the shape below changes: invalidates the cache
+ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
+SUMMARY_VERSION = 13  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -28,8 +30,8 @@ class CallSite:
     guards: tuple[tuple[Expr, bool, int], ...] = ()  # enclosing if-tests, the branch taken, the test's line
     loop: str = ""  # the iterable of the innermost enclosing `for` ("" outside loops)
     kind: str = "call"  # call | with (an object used as a context manager)
-    args: tuple[Expr, ...] = ()  # positional arguments that are names, attributes or literals (else "?")
-    kwargs: tuple[tuple[str, Expr], ...] = ()  # keyword arguments, same rule
+    args: tuple[Expr, ...] = ()  # positional argument values, three levels deep (tensor-ness, constant arguments)
+    kwargs: tuple[tuple[str, Expr], ...] = ()  # keyword arguments that are names, attributes or literals
 
 
 @dataclass
@@ -54,6 +56,8 @@ class FunctionSummary:
     arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
     defaults: dict[str, Expr] = field(default_factory=dict)  # parameter -> its default (names and literals only)
     param_types: dict[str, Expr] = field(default_factory=dict)  # parameter -> its annotation (partial evaluation)
+    param_annotations: dict[str, str] = field(default_factory=dict)  # parameter -> "Tensor" | "other" (annotated)
+    value_uses: list[tuple] = field(default_factory=list)  # see value_uses.py: values used as Python values
 
 
 @dataclass
@@ -210,6 +214,7 @@ class _ModuleWalker:
             self.define_class(stmt, node, line, scope, conditional, prefix)
         elif isinstance(stmt, cst.If):
             test = self.expr(stmt.test)
+            self.note_test(stmt.test, line, scope, bool(loop))
             self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True, line),), loop, True,
                  prefix)
@@ -231,6 +236,7 @@ class _ModuleWalker:
                 self.bind_target(stmt.target, ("it", iterable), scope)
             else:
                 self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
+                self.note_test(stmt.test, line, scope, True)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, inner_loop, True, prefix)
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
@@ -296,6 +302,8 @@ class _ModuleWalker:
         if isinstance(stmt, cst.Assign):
             value = self.expr(stmt.value)
             for target in stmt.targets:
+                if isinstance(target.target, cst.Subscript):  # `globals()[k] = v`: calls inside the target
+                    self.exprs_calls(target.target, node, line, scope, guards, loop, uses=False)
                 self.bind_target(target.target, value, scope, line, conditional)
                 if scope.function is None and scope.cls is None:
                     self.note_exports(target.target, stmt.value, extend=False)
@@ -341,6 +349,8 @@ class _ModuleWalker:
                                if p.annotation is not None and p.name.value not in ("self", "cls")}
         summary.arity = (len(positional), sum(1 for p in positional if p.default is None),
                          isinstance(stmt.params.star_arg, cst.Param), stmt.params.star_kwarg is not None)
+        summary.param_annotations = {p.name.value: value_uses.annotation_kind(p.annotation.annotation)
+                                     for p in cn.all_params(stmt.params) if p.annotation is not None}
         if stmt.returns is not None:
             summary.returns_annotation = cn.annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both
@@ -371,6 +381,7 @@ class _ModuleWalker:
         self.s.classes.setdefault(qualname, summary)
         if scope.function is not None:
             scope.function.assigns.setdefault(name, []).append(("cls", qualname))
+            scope.function.value_uses.append(("class", def_line, ("n", name), None, False))
         elif scope.cls is None:
             self.s.bindings.setdefault(name, []).append(
                 Binding("class", qualname, def_line, conditional, self._guards))
@@ -443,31 +454,40 @@ class _ModuleWalker:
             elif base:
                 self.s.fakes.add(base.rpartition(".")[2])
 
-    def exprs_calls(self, root, node, line, scope, guards, loop) -> None:
-        """Record every call inside an expression (or small statement), outermost first."""
+    def exprs_calls(self, root, node, line, scope, guards, loop, uses: bool = True) -> None:
+        """Record every call inside an expression (or small statement), outermost first, and its
+        value uses (not for assignment targets: `t[mask] = v` is a masked write, not a read)."""
         if scope.function is None:
             if scope.cls is None and isinstance(root, (cst.Expr, cst.Assign)):
                 for call in cn.collect_calls(root):
                     self.note_fake(self.expr(call))
             return
-        calls, inside = cn.collect_calls_guarded(root)
+        line = getattr(node, "lineno", line)
+        calls, found, inside = value_uses.calls_and_uses(root, line, bool(loop))
+        if uses:
+            scope.function.value_uses.extend(found)
         if not calls:
             return
         lines = cn.call_lines(node, calls) if node is not None else None
-        line = getattr(node, "lineno", line)
         for i, call in enumerate(calls):
             call_guards = guards + tuple((self.expr(t), taken, line) for t, taken in inside[i]) if inside[i] else guards
             func = self.expr(call.func)
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
             call_line = lines[i] if lines else line
-            args = tuple(cn.arg_expr(a.value) for a in call.args if a.keyword is None and not a.star)
+            # arguments only as deep as tensor-ness needs (three levels): cheaper than the whole tree
+            args = tuple(cn.expr(a.value, ARG_DEPTH) for a in call.args if a.keyword is None and not a.star)
             kwargs = tuple((a.keyword.value, cn.arg_expr(a.value)) for a in call.args if a.keyword is not None)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, call_guards, loop,
                                                  args=args, kwargs=kwargs))
 
     def expr(self, node) -> Expr:
         return cn.expr(node)
+
+    def note_test(self, test, line: int, scope: _Scope, in_loop: bool) -> None:
+        """An `if`/`while` test: a tensor here is a data-dependent branch."""
+        if scope.function is not None:
+            scope.function.value_uses.append(("test", line, value_uses.test_expr(test), None, in_loop))
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------

@@ -25,6 +25,8 @@ EXTERNAL_FACTORIES = {
     "threading.Condition": "threading.Condition",
     "threading.Semaphore": "threading.Semaphore",
     "threading.Event": "threading.Event",
+    "queue.Queue": "queue.Queue",
+    "torch.Generator": "torch.Generator",
     "multiprocessing.Lock": "threading.Lock",
     "filelock.FileLock": "filelock.FileLock",
     "builtins.open": "io.TextIOWrapper",

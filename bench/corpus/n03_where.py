@@ -1,0 +1,5 @@
+import torch
+
+
+def f(x):
+    return torch.where(x.sum() > 0, x + 1, x - 1)

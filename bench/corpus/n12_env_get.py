@@ -1,0 +1,9 @@
+import os
+
+import torch
+
+
+def f(x):
+    if os.environ.get("DOUBLE") == "1":
+        return x * 2
+    return x

@@ -1,0 +1,6 @@
+import torch
+
+
+def f(x):
+    k = eval("1 + 1")
+    return x + k

@@ -1,0 +1,6 @@
+import torch
+
+
+def f(x):
+    b = torch.bincount(x.long().abs())
+    return b.sum() + x

@@ -1,0 +1,6 @@
+import torch
+
+
+def f(x):
+    s = str(x)
+    return x + len(s)

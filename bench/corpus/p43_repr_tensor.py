@@ -1,0 +1,6 @@
+import torch
+
+
+def f(x):
+    tag = repr(x.sum())
+    return x * len(tag)

@@ -1,0 +1,11 @@
+import threading
+
+import torch
+
+
+DONE = threading.Event()
+
+
+def f(x):
+    DONE.set()
+    return x + 1

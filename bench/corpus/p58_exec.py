@@ -1,0 +1,6 @@
+import torch
+
+
+def f(x):
+    exec("k = 1")
+    return x + 1

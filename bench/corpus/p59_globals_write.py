@@ -1,0 +1,6 @@
+import torch
+
+
+def f(x):
+    globals()["last"] = 1
+    return x + 1

@@ -1,0 +1,8 @@
+import warnings
+
+import torch
+
+
+def f(x):
+    warnings.warn("slow path")
+    return x + 1

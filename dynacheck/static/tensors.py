@@ -1,0 +1,397 @@
+"""Which values are tensors, and where a tensor is used as a Python value (value hazards).
+
+A small dataflow over the functions the walk reached, run after the walk:
+- seeds: the entry's parameters (except `self`), parameters annotated `Tensor`, and parameters
+  whose argument is a tensor at a call the walk followed (caller to callee, in walk order);
+- a name is a tensor if any value assigned to it is (flow-insensitive: one set per function,
+  no kills; a name that is a tensor on one path counts everywhere in the function);
+- tensors come from torch functions and classes (`torch.*`, `nn.Parameter`), calls of nn.Module
+  instances, tensor methods other than the few that return Python values (`size`, `dim`...),
+  arithmetic and comparisons with a tensor, indexing and iterating a tensor, `self.x` assigned a
+  torch value, and calls of functions that return one (annotated `-> Tensor` or analysed).
+A "scalar" is a Python number read out of a tensor (`.item()`, `int(t)`): branching on one is a
+data-dependent expression that fullgraph rejects. What it does not see: containers of tensors,
+tensors stored on objects other than `self`, buffers registered by name, dynamic attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from dynacheck.static.ir import Expr, dotted, render
+from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
+from dynacheck.static.summary import CallSite, FunctionSummary
+from dynacheck.static.value_uses import TENSOR, is_tensor_annotation
+from dynacheck.static.values import Evaluator, Scope, Value
+
+# Tensor methods and attributes whose result is not a tensor.
+PYTHON_METHODS = frozenset({
+    "item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride",
+    "is_contiguous", "is_floating_point", "is_complex", "data_ptr", "get_device", "type", "storage_offset",
+    "untyped_storage", "numpy", "__len__", "is_pinned", "is_shared", "has_names", "requires_grad_",
+    "register_hook", "backward", "dim_order", "is_signed", "is_set_to", "storage", "nbytes", "itemsize",
+})
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "grad", "data", "real", "imag"})
+SCALAR_METHODS = frozenset({"item"})
+# Tensor methods whose output shape depends on the data (GB0036).
+DYNAMIC_SHAPE_METHODS = frozenset({"nonzero", "masked_select", "unique", "unique_consecutive", "argwhere", "bincount"})
+# torch callables that do not return tensors.
+NOT_TENSOR_PREFIXES = ("torch.compiler.", "torch._dynamo.", "torch.cuda.", "torch.distributed.", "torch.jit.",
+                       "torch.backends.", "torch.library.", "torch.utils.", "torch._C.", "torch.autograd.graph.",
+                       "torch.is_", "torch.get_", "torch.set_", "torch.are_", "torch.finfo", "torch.iinfo",
+                       "torch.Size", "torch.device", "torch.dtype", "torch.Generator", "torch.no_grad",
+                       "torch.enable_grad", "torch.inference_mode", "torch.manual_seed", "torch.save", "torch.load",
+                       "torch.ops.", "torch.typename", "torch.numel", "torch.cond")
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"})
+# Tensor methods whose result holds integers (for `.tolist()`: GB0033 on integers, GB0109 on floats).
+INT_METHODS = frozenset({"long", "int", "short", "argmax", "argmin", "argsort", "nonzero", "bincount", "numel"})
+KEEP_DTYPE_METHODS = frozenset({"abs", "clamp", "remainder", "flatten", "view", "reshape", "contiguous", "clone",
+                                "sum", "cumsum", "max", "min", "flip", "squeeze", "unsqueeze", "t", "cpu", "cuda"})
+INT_TOLIST = "int_tensor_tolist"
+SHAPE_CHECKED = {"torch.nn.functional.one_hot": ("num_classes", 2)}  # needs this keyword or positional count
+
+CLASS_KIND = "class_in_compiled_function"
+LOOP_KIND = "break_in_layer_loop"
+# Value hazards that are graph breaks under the default compile (a loop around one is GB7000).
+BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin", "tensor_repr",
+                      "tensor_formatted", "data_dependent_shape", "one_hot_without_classes", CLASS_KIND})
+
+
+@dataclass
+class _Env:
+    """What one reached function knows, decided name by name on demand (most locals are never asked).
+
+    Each fact is flow-insensitive: a name is a tensor if any value assigned to it is one. While a
+    name is being decided it counts as "no" (a cycle such as `y = y + t` is then decided by `t`).
+    """
+
+    scope: Scope
+    seeds: set[str]
+    depth: int = 0
+    facts: dict[tuple[str, str], bool] = field(default_factory=dict)  # (fact, name) -> value
+
+    def decide(self, fact: str, name: str, test: Callable[[Expr], bool]) -> bool:
+        key = (fact, name)
+        if key not in self.facts:
+            self.facts[key] = False  # recursion guard
+            values = self.scope.function.assigns.get(name, ())
+            self.facts[key] = any(test(v) for v in values if isinstance(v, tuple))
+        return self.facts[key]
+
+
+class TensorHazards:
+    """Finds value hazards in the functions a walk reached; returns them as walk hits."""
+
+    def __init__(self, evaluator: Evaluator, breaks_at: Callable[[str], bool] = lambda name: False) -> None:
+        self.ev = evaluator
+        self.breaks_at = breaks_at  # external callable name -> a graph-break rule matches it
+        self._returns: dict[tuple, bool] = {}
+        self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values)
+
+    def hits(self, walk: Walk) -> list[Hit]:
+        envs: dict[NodeKey, _Env] = {}
+        found: list[Hit] = []
+        for key, node in walk.nodes.items():  # insertion order is the walk's breadth-first order
+            if key.mode != TRACE:
+                continue
+            scope = self.ev.function_scope(node.func, node.bound)
+            if scope is None or scope.function is None:
+                continue
+            seeds = self._seeds(scope.function, node, walk, envs)
+            env = self.environment(scope, seeds)
+            envs[key] = env
+            found.extend(self._hazards(key, env))
+        return found
+
+    # ----- tensor-ness ---------------------------------------------------------------------
+
+    def _eval(self, expr: Expr, scope: Scope) -> list[Value]:
+        """The evaluator's candidates (first four), once per scope and expression: the fixpoint repeats."""
+        key = (id(scope), expr)
+        found = self._evals.get(key)
+        if found is None:
+            found = self._evals[key] = (scope, self.ev.eval(expr, scope)[:4])
+        return found[1]
+
+    def environment(self, scope: Scope, seeds: set[str], depth: int = 0) -> _Env:
+        return _Env(scope, set(seeds), depth)
+
+    def is_tensor(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
+        kind = expr[0] if expr else "?"
+        if kind == "n":
+            name = expr[1]
+            return name in env.seeds or env.decide("tensor", name, lambda v: self.is_tensor(v, env, depth))
+        if kind == "a":
+            base = expr[1]
+            if self.is_tensor(base, env, depth):
+                return expr[2] in TENSOR_ATTRS
+            if base == ("n", "self"):
+                return any(self._tensor_value(v) for v in self._eval(expr, env.scope))
+            return False
+        if kind == "c":
+            return self._call_is_tensor(expr, env, depth)
+        if kind in ("op", "cmp", "s", "it"):
+            return self.is_tensor(expr[1], env, depth) or (kind == "op" and self.is_tensor(expr[2], env, depth))
+        if kind == "idx":
+            return self.is_tensor(expr[1], env, depth)
+        if kind == "and":  # `a and b` is `b` whenever `a` is a true Python value
+            return bool(expr[1]) and self.is_tensor(expr[1][-1], env, depth)
+        if kind == "or":
+            return any(self.is_tensor(e, env, depth) for e in expr[1])
+        if kind == "if":
+            return self.is_tensor(expr[1], env, depth) or self.is_tensor(expr[2], env, depth)
+        if kind == "not":
+            return False  # `not t` is a Python bool (the hazard is recorded where it is evaluated)
+        return False
+
+    def is_scalar(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
+        kind = expr[0] if expr else "?"
+        if kind == "n":
+            return env.decide("scalar", expr[1], lambda v: self.is_scalar(v, env, depth))
+        if kind == "c":
+            func = expr[1]
+            if func and func[0] == "a" and func[2] in SCALAR_METHODS:
+                return True  # `.item()` only exists on tensors (the engine matches it on any receiver too)
+            if func in (("n", "int"), ("n", "float"), ("n", "bool")) and expr[2]:
+                return self.is_tensor(expr[2][0], env, depth)
+            return False
+        if kind in ("op", "cmp"):
+            return self.is_scalar(expr[1], env, depth) or (kind == "op" and self.is_scalar(expr[2], env, depth))
+        if kind in ("and", "or"):
+            return any(self.is_scalar(e, env, depth) for e in expr[1])
+        if kind == "not":
+            return self.is_scalar(expr[1], env, depth)
+        return False
+
+    def _call_is_tensor(self, expr: Expr, env: _Env, depth: int) -> bool:
+        func, args = expr[1], expr[2]
+        if func and func[0] == "a" and self.is_tensor(func[1], env, depth):
+            return func[2] not in PYTHON_METHODS
+        if func and func[0] == "n" and func[1] in ("int", "float", "bool", "len", "str", "repr", "isinstance"):
+            return False
+        for target in self._eval(func, env.scope):
+            if target.kind == "ext" and _torch_returns_tensor(target.name):
+                return True
+            if target.kind == "extinst" and target.name.startswith("torch.nn."):
+                return True  # calling an nn.Module instance built from torch.nn
+            if target.kind == "inst" and self.ev.is_nn_module(target):
+                return True
+            if target.kind == "func" and depth < 3 and self._returns_tensor(target, args, env, depth + 1):
+                return True
+        return False
+
+    def _returns_tensor(self, func: Value, args: tuple, env: _Env, depth: int) -> bool:
+        scope = self.ev.function_scope(func)
+        if scope is None or scope.function is None:
+            return False
+        fn = scope.function
+        if is_tensor_annotation(fn.returns_annotation):
+            return True
+        params = _positional(fn, func.self_cls is not None)
+        seeds = {p for p, a in zip(params, args) if self.is_tensor(a, env, depth)} | _annotated(fn)
+        key = (func.key(), frozenset(seeds))
+        if key not in self._returns:
+            self._returns[key] = False  # recursion guard
+            inner = self.environment(scope, seeds, depth)
+            # a function that also returns tuples (state bundles) is not taken as returning a tensor:
+            # unpacking its result would otherwise make every element a tensor
+            self._returns[key] = (not any(r and r[0] == "q" for r in fn.returns)
+                                  and any(self.is_tensor(r, inner, depth) for r in fn.returns))
+        return self._returns[key]
+
+    @staticmethod
+    def _tensor_value(value: Value) -> bool:
+        if value.kind != "extinst" or not value.name.endswith("()"):
+            return False
+        return _torch_returns_tensor(value.name[:-2])
+
+    # ----- seeds -----------------------------------------------------------------------------
+
+    def _seeds(self, fn: FunctionSummary, node, walk: Walk, envs: dict[NodeKey, _Env]) -> set[str]:
+        """Annotated tensors; for the entry its unannotated parameters when it annotates none;
+        otherwise the parameters whose argument is a tensor at a followed call (unless annotated
+        with another type)."""
+        seeds = _annotated(fn)
+        params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
+        if node.parent is None:
+            return seeds if seeds else seeds | set(params)
+        # parameters with a default are usually flags and options: only required ones take a caller's tensor
+        required = fn.arity[1] - (len(fn.params[:fn.arity[0]]) - len(_positional(fn, True)))
+        params = tuple(p if i < required else "" for i, p in enumerate(params))
+        for edge in (node, *node.others):
+            caller = envs.get(edge.parent)
+            if caller is None:
+                continue
+            for call in _calls_at(caller.scope.function, edge.call_line, fn.name):
+                seeds |= {p for p, a in zip(params, call.args) if p and self.is_tensor(a, caller)}
+        return seeds
+
+    # ----- hazards ---------------------------------------------------------------------------
+
+    def _hazards(self, key: NodeKey, env: _Env) -> list[Hit]:
+        out: list[Hit] = []
+        for kind, line, expr, extra, in_loop in env.scope.function.value_uses:
+            hazard = self._classify(kind, expr, extra, env)
+            if hazard == "tensor_formatted" and extra:
+                line = _first_use(env.scope.function, extra, line)
+                if not line:
+                    continue  # never used: Dynamo never formats it
+                extra = None
+            if hazard:
+                out.append(_hit(key, line, hazard, _label(kind, expr, extra)))
+                if in_loop and hazard in BREAKING:
+                    out.append(_hit(key, line, LOOP_KIND, _label(kind, expr, extra)))
+        for call in env.scope.function.calls:
+            hazard = self._call_hazard(call, env)
+            if hazard:
+                out.append(_hit(key, call.line, hazard, render(call.func)))
+            # a break in a loop over a tensor (value hazards: any loop) makes Dynamo skip the frame
+            if call.loop and (hazard in BREAKING or (self.is_tensor(("n", call.loop), env) and self._breaking_call(call, env))):
+                out.append(_hit(key, call.line, LOOP_KIND, render(call.func)))
+        return out
+
+    def _breaking_call(self, call: CallSite, env: _Env) -> bool:
+        """A call to an external callable that a graph-break rule matches (the walk reported it)."""
+        return any(t.kind in ("ext", "extinst") and self.breaks_at(t.name if t.kind == "ext" else f"{t.name}.__call__")
+                   for t in self._eval(call.func, env.scope))
+
+    def _classify(self, kind: str, expr: Expr, extra, env: _Env) -> str:
+        if kind == "class":
+            return CLASS_KIND
+        if kind == "test":
+            if self._test_reads_tensor(expr, env):
+                return "tensor_branch"
+            return "branch_on_tensor_scalar" if self.is_scalar(expr, env) else ""
+        if kind == "mask":
+            return "data_dependent_shape" if self.is_tensor(extra, env) and self.is_tensor(expr, env) else ""
+        if not self.is_tensor(expr, env):
+            return ""
+        if kind == "convert":
+            return "tensor_to_scalar"
+        if kind == "index":
+            if self.is_tensor(extra, env):
+                return "data_dependent_shape" if _is_mask(expr, env, self) else ""
+            # only a Python container indexed by a tensor calls `__index__` (an unknown base may be a tensor)
+            containers = [v for v in self._eval(extra, env.scope) if v.kind == "cont"]
+            return "tensor_to_scalar" if containers else ""
+        if kind == "math":
+            return "tensor_in_math"
+        if kind == "builtin":
+            return "tensor_repr" if extra == "repr" else "tensor_in_builtin"
+        if kind == "format":
+            return "tensor_formatted"
+        return ""
+
+    def _test_reads_tensor(self, expr: Expr, env: _Env) -> bool:
+        """A test asks for the truth of every `and`/`or`/`not` operand it evaluates."""
+        if expr and expr[0] in ("and", "or"):
+            return any(self._test_reads_tensor(e, env) for e in expr[1])
+        if expr and expr[0] == "not":
+            return self._test_reads_tensor(expr[1], env)
+        return self.is_tensor(expr, env)
+
+    def is_int_tensor(self, expr: Expr, env: _Env) -> bool:
+        """A tensor of integers: `.long()`, `argmax()`... and dtype-keeping methods or `%` on one."""
+        kind = expr[0] if expr else "?"
+        if kind == "n":
+            return env.decide("int", expr[1], lambda v: self.is_int_tensor(v, env))
+        if kind == "c" and expr[1] and expr[1][0] == "a":
+            method, base = expr[1][2], expr[1][1]
+            if method in INT_METHODS:
+                return self.is_tensor(base, env)
+            return method in KEEP_DTYPE_METHODS and self.is_int_tensor(base, env)
+        if kind == "op":
+            return self.is_int_tensor(expr[1], env) and not self.is_tensor(expr[2], env)
+        return False
+
+    def _call_hazard(self, call: CallSite, env: _Env) -> str:
+        func = call.func
+        if func and func[0] == "a" and func[2] == "tolist" and self.is_int_tensor(func[1], env):
+            return INT_TOLIST
+        if func and func[0] == "a" and func[2] in DYNAMIC_SHAPE_METHODS and self.is_tensor(func[1], env):
+            return "data_dependent_shape"
+        if func and func[0] == "a" and func[2] == "repeat_interleave":
+            repeats = call.args[1:2] if not self.is_tensor(func[1], env) else call.args[:1]
+            if repeats and self.is_tensor(repeats[0], env):
+                return "data_dependent_shape"
+        name = dotted(func) or ""
+        if name.rpartition(".")[2] in ("one_hot",):
+            for target in self._eval(func, env.scope)[:2]:
+                keyword, count = SHAPE_CHECKED.get(target.name, ("", 0))
+                if keyword and keyword not in call.keywords and call.positional < count:
+                    return "one_hot_without_classes"
+        return ""
+
+
+def _hit(key: NodeKey, line: int, hazard: str, label: str) -> Hit:
+    return Hit(key, CallSite(line, ("n", label)), label, "boundary", hazard, TRACE, "medium")
+
+
+def _first_use(fn: FunctionSummary, name: str, after: int) -> int:
+    """The first call after `after` that takes `name` as an argument (0 if none): where a lazily
+    formatted string is really built."""
+    needle = ("n", name)
+    lines = [c.line for c in fn.calls if c.line > after and any(_mentions(a, needle) for a in c.args)]
+    return min(lines) if lines else 0
+
+
+def _mentions(expr: tuple, needle: Expr) -> bool:
+    """Whether `needle` occurs in an expression (or a tuple of them, such as call arguments)."""
+    if expr == needle:
+        return True
+    parts = expr[1:] if expr and isinstance(expr[0], str) else expr
+    return any(isinstance(e, tuple) and _mentions(e, needle) for e in parts)
+
+
+def _label(kind: str, expr: Expr, extra) -> str:
+    text = render(expr)
+    if kind in ("convert", "builtin"):
+        return f"{extra}({text})"
+    if kind == "math":
+        return f"{render(extra)}({text})"
+    if kind in ("index", "mask"):
+        return f"{render(extra)}[{text}]"
+    if kind == "format":
+        return f"f\"{{{text}}}\""
+    if kind == "class":
+        return f"class {text}"
+    return text if text != "..." else "a tensor"
+
+
+def _torch_returns_tensor(name: str) -> bool:
+    if name in TENSOR_CLASSES:
+        return True
+    if not name.startswith("torch.") or name.startswith(NOT_TENSOR_PREFIXES):
+        return False
+    parts = name.split(".")
+    if any(part[:1].isupper() for part in parts[:-1]) and not name.startswith("torch.Tensor."):
+        return False  # an attribute of a class (`torch.nn.Module.cfg.get`): not a torch function
+    return not parts[-1][:1].isupper()  # a class: a module or an object, not a tensor
+
+
+def _is_mask(expr: Expr, env: _Env, hazards: TensorHazards, depth: int = 0) -> bool:
+    if expr and expr[0] == "n":
+        return env.decide("mask", expr[1], lambda v: _is_mask(v, env, hazards, depth))
+    return bool(expr) and expr[0] == "cmp" and hazards.is_tensor(expr[1], env, depth)
+
+
+def _annotated(fn: FunctionSummary) -> set[str]:
+    return {p for p, kind in fn.param_annotations.items() if kind == TENSOR}
+
+
+def _positional(fn: FunctionSummary, bound: bool) -> tuple[str, ...]:
+    """The positional parameters (not `*args`/`**kwargs`, whose contents are not tracked)."""
+    params = fn.params[:fn.arity[0]]
+    if bound and params[:1] in (("self",), ("cls",)):
+        return params[1:]
+    return params
+
+
+def _calls_at(fn: FunctionSummary, line: int, callee: str) -> list[CallSite]:
+    """The caller's calls on the edge's line, narrowed to those naming the callee when several."""
+    at = [c for c in fn.calls if c.line == line and c.kind == "call"]
+    if len(at) <= 1:
+        return at
+    named = [c for c in at if (render(c.func).rpartition(".")[2] in (callee, "__init__")) or callee == "forward"]
+    return named or at
