@@ -25,6 +25,7 @@ COMMANDS = {
     "diff": "dynacheck.gate.command:diff",
     "capture": "dynacheck.capture.command:capture",
     "fix": "dynacheck.fixes.command:fix",
+    "census": "dynacheck.census.command:census",
 }
 
 

@@ -24,8 +24,28 @@ class ServerArgsSchema:
     flags: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # --flag -> (dest, action, type)
 
 
+_SCHEMAS: dict[tuple[str, int, int], ServerArgsSchema] = {}  # cache: (path, mtime, size) -> schema
+
+
 def read_schema(path: Path) -> ServerArgsSchema:
-    """Fields, literal defaults and flags of `class ServerArgs` in SGLang's server_args.py."""
+    """Fields, literal defaults and flags of `class ServerArgs` in SGLang's server_args.py.
+
+    Cached per file version: a census builds one deployment per cell from the same file.
+    """
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _SCHEMAS:
+        return _SCHEMAS[key]
+    schema = _read_schema(path)
+    if key is not None:
+        _SCHEMAS[key] = schema
+    return schema
+
+
+def _read_schema(path: Path) -> ServerArgsSchema:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError) as exc:

@@ -65,7 +65,7 @@ def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
                  cache_dir: Path | None = None, progress: Progress | None = None,
                  observer: dict | None = None, deployment: DeploymentSpec | None = None,
-                 fullgraph: bool = False) -> ScanResult:
+                 fullgraph: bool = False, session: "ScanSession | None" = None) -> ScanResult:
     """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files).
 
     The deployment (a preset's, overridden by `deployment`'s fields) is evaluated during the walk:
@@ -78,12 +78,10 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     if not all_entries:
         raise UserError("No entry to start from.", "Pass --entry module.path:Class.method or --preset glm5.")
     catalog = load_catalog()
-    problems: list[Problem] = []
-    locator = ModuleLocator(targets)
-    cache = (_CountingCache if progress else SummaryCache)(cache_dir if cache_dir is not None else default_cache_dir())
-    if progress:
-        cache.progress = progress
-    index = Index(locator, cache, problems)
+    if session is None:
+        session = ScanSession.open(targets, cache_dir, progress)
+    problems: list[Problem] = session.problems
+    locator, cache, index = session.locator, session.cache, session.index
     spec = _merged_spec(preset, deployment)
     facts = build_deployment(spec, locator)
     evaluator = Evaluator(index, facts)
@@ -124,7 +122,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     if why_fullgraph:
         findings = apply_fullgraph(findings, why_fullgraph)
     stats = ScanStats(
-        files_in_trees=sum(1 for _ in locator.iter_files()),
+        files_in_trees=session.files_in_trees(),
         files_parsed=cache.parsed + cache.hits,
         cache_hits=cache.hits,
         functions_visited=len(walk.nodes),
@@ -136,6 +134,35 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
     )
+
+
+class ScanSession:
+    """The locator, summary cache and index of one set of targets, shared by many scans (a census):
+    each module's summary is loaded once per process instead of once per scan.
+
+    The index holds deployment-independent summaries only, so scans with different deployments
+    and entries can share it; problems accumulate across the scans that share it.
+    """
+
+    def __init__(self, locator: ModuleLocator, cache: SummaryCache, index: Index, problems: list[Problem]):
+        self.locator, self.cache, self.index, self.problems = locator, cache, index, problems
+        self._files: int | None = None
+
+    def files_in_trees(self) -> int:
+        if self._files is None:
+            self._files = sum(1 for _ in self.locator.iter_files())
+        return self._files
+
+    @classmethod
+    def open(cls, targets: Sequence[Target], cache_dir: Path | None = None,
+             progress: Progress | None = None) -> "ScanSession":
+        problems: list[Problem] = []
+        locator = ModuleLocator(targets)
+        cache = (_CountingCache if progress else SummaryCache)(cache_dir if cache_dir is not None
+                                                               else default_cache_dir())
+        if progress:
+            cache.progress = progress
+        return cls(locator, cache, Index(locator, cache, problems), problems)
 
 
 def _merged_spec(preset: str | None, given: DeploymentSpec | None) -> DeploymentSpec:

@@ -1,0 +1,177 @@
+"""Views of a census (one data model, many renderers): terminal table, markdown, HTML, JSON."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from typing import Any
+
+TOP = 10
+
+
+def _grid(data: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[str, str], dict[str, Any]]]:
+    columns = [d["name"] for d in data["deployments"]]
+    rows: list[str] = []
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for kind in ("cells", "not_applicable", "errors"):
+        for item in data[kind]:
+            if item["model"] not in rows:
+                rows.append(item["model"])
+            if "deployment" in item:
+                cells[(item["model"], item["deployment"])] = item | {"kind": kind}
+    return columns, rows, cells
+
+
+def _anchor(model: str, deployment: str) -> str:
+    return f"{model}-{deployment}".replace("/", "-")
+
+
+def cell_text(item: dict[str, Any] | None) -> str:
+    if item is None:
+        return "error"
+    if item.get("kind", "cells") == "not_applicable":
+        return "n/a"
+    if item.get("kind", "cells") == "errors":
+        return "error"
+    first = item.get("first_break")
+    return f"{item['fatal_sites']}" + (f" {first['gb_id'] or 'fatal'}" if first else "")
+
+
+def what_breaks_most(data: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
+    """Functions named by the most cells: first breaks, fixes, and any fatal site."""
+    first = Counter(c["first_break"]["function"] for c in data["cells"] if c.get("first_break"))
+    fixes = Counter(c["fix"]["at"] for c in data["cells"] if c.get("fix"))
+    anywhere = Counter(f for c in data["cells"] for f in c.get("breaks_by_function", []))
+    return {"first_break": first.most_common(TOP), "fix": fixes.most_common(TOP),
+            "any_fatal_site": anywhere.most_common(TOP)}
+
+
+def _summary_lines(data: dict[str, Any]) -> list[str]:
+    cells = data["cells"]
+    broken = sum(1 for c in cells if c["fatal_sites"])
+    return [f"- {len(cells)} cells walked ({data['stats'].get('models', '?')} registered model classes x "
+            f"{len(data['deployments'])} deployments; {data['stats'].get('forwards', '?')} distinct forwards), "
+            f"{broken} with at least one unconditional fatal site under piecewise CUDA graphs (fullgraph).",
+            f"- {len(data['not_applicable'])} cells not applicable (reason read from the sources), "
+            f"{len(data['errors'])} model/cell entries could not be walked (listed at the end)."]
+
+
+def markdown(data: dict[str, Any], command: str = "") -> str:
+    columns, rows, cells = _grid(data)
+    out = [f"# Dynamo break census: {', '.join(data['targets'])}", ""]
+    if command:
+        out += ["Made with:", "", f"    {command}", ""]
+    out += ["Each cell: unconditional fatal sites on that deployment, then the GB id of the first break "
+            "the cell's first fix clears (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
+            "branch). `n/a`: the model does not take that checkpoint format. Details per cell below and in the JSON.",
+            ""] + _summary_lines(data) + ["", "## What breaks most", ""]
+    most = what_breaks_most(data)
+    for label, key in (("First break (function)", "first_break"), ("First fix (where)", "fix"),
+                       ("Any fatal site (function)", "any_fatal_site")):
+        out += [f"| {label} | cells |", "|---|---|"] + [f"| `{n}` | {c} |" for n, c in most[key]] + [""]
+    out += ["## Models x deployments", "", "| model | " + " | ".join(columns) + " |",
+            "|---|" + "---|" * len(columns)]
+    for row in rows:
+        texts = []
+        for col in columns:
+            item = cells.get((row, col))
+            text = cell_text(item)
+            if item and item["kind"] == "cells" and item["fatal_sites"]:
+                text = f"[{text}](#{_anchor(row, col).lower()})"
+            texts.append(text)
+        out.append(f"| {row} | " + " | ".join(texts) + " |")
+    out += ["", "## Cells with fatal sites", ""]
+    for item in data["cells"]:
+        if not item["fatal_sites"]:
+            continue
+        out.append(f"### {_anchor(item['model'], item['deployment'])}")
+        first, fix = item.get("first_break"), item.get("fix")
+        out.append(f"{item['model']} on {item['deployment']} (walked from `{item['entry']}`: {item['entry_how']}): "
+                   f"{item['fatal_sites']} fatal, {item['conditional_sites']} conditional.")
+        if first:
+            out.append(f"First break: {first['gb_id'] or 'fatal (no GB id)'} {first['rule']} at "
+                       f"`{first['file']}:{first['line']}` in `{first['function']}` ({first['title']}).")
+            out.append("Chain: " + " -> ".join(f"`{h['function'].rsplit('.', 2)[-2:][-1]}` ({h['file']}:{h['line']})"
+                                               for h in first["chain"]))
+        if fix:
+            out.append(f"Fix first: {fix['kind']} at `{fix['at']}` (clears {fix['fatal_sites']} fatal sites).")
+        out.append("")
+    if data["not_applicable"] or data["errors"]:
+        out += ["## Not applicable / not walked", ""]
+        seen = set()
+        for item in data["not_applicable"] + data["errors"]:
+            key = (item["model"], item["reason"])
+            if key not in seen:
+                seen.add(key)
+                out.append(f"- {item['model']}: {item['reason']}")
+    return "\n".join(out) + "\n"
+
+
+_CSS = ("body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        "padding:2px 6px;font-size:12px}td.ok{background:#e6f4ea}td.bad{background:#fde8e8}td.na{color:#999}"
+        "details{margin:4px 0}code{font-size:12px}")
+
+
+def to_html(data: dict[str, Any], command: str = "") -> str:
+    """A self-contained page (no network): the grid, each fatal cell linking to its chain and fix."""
+    esc = html.escape
+    columns, rows, cells = _grid(data)
+    out = [f"<!doctype html><meta charset='utf-8'><title>dynacheck census</title><style>{_CSS}</style>",
+           f"<h1>Dynamo break census: {esc(', '.join(data['targets']))}</h1>"]
+    if command:
+        out.append(f"<p>Made with <code>{esc(command)}</code></p>")
+    out.append("<ul>" + "".join(f"<li>{esc(line[2:])}</li>" for line in _summary_lines(data)) + "</ul>")
+    most = what_breaks_most(data)
+    out.append("<h2>What breaks most</h2>")
+    for label, key in (("First break", "first_break"), ("First fix", "fix"), ("Any fatal site", "any_fatal_site")):
+        out.append(f"<table><tr><th>{label}</th><th>cells</th></tr>" + "".join(
+            f"<tr><td><code>{esc(n)}</code></td><td>{c}</td></tr>" for n, c in most[key]) + "</table><br>")
+    out.append("<h2>Models x deployments</h2><table><tr><th>model</th>" +
+               "".join(f"<th>{esc(c)}</th>" for c in columns) + "</tr>")
+    for row in rows:
+        out.append(f"<tr><td>{esc(row)}</td>")
+        for col in columns:
+            item = cells.get((row, col))
+            text = esc(cell_text(item))
+            if item and item["kind"] == "cells" and item["fatal_sites"]:
+                out.append(f"<td class=bad><a href='#{esc(_anchor(row, col))}'>{text}</a></td>")
+            elif item and item["kind"] == "cells":
+                out.append(f"<td class=ok>{text}</td>")
+            else:
+                title = esc(item["reason"]) if item else ""
+                out.append(f"<td class=na title='{title}'>{text}</td>")
+        out.append("</tr>")
+    out.append("</table><h2>Cells with fatal sites</h2>")
+    for item in data["cells"]:
+        if not item["fatal_sites"]:
+            continue
+        first, fix = item.get("first_break"), item.get("fix")
+        body = [f"<p>walked from <code>{esc(item['entry'])}</code> ({esc(item['entry_how'])}); "
+                f"{item['fatal_sites']} fatal, {item['conditional_sites']} conditional</p>"]
+        if first:
+            body.append(f"<p>First break: <b>{esc(first['gb_id'] or 'fatal (no GB id)')}</b> {esc(first['rule'])} "
+                        f"{esc(first['title'])} at <code>{esc(first['file'])}:{first['line']}</code></p><ol>" +
+                        "".join(f"<li><code>{esc(h['function'])}</code> {esc(h['file'])}:{h['line']} "
+                                f"<code>{esc(h['code'])}</code></li>" for h in first["chain"]) + "</ol>")
+        if fix:
+            body.append(f"<p>Fix first: {esc(fix['kind'])} at <code>{esc(fix['at'])}</code> "
+                        f"(clears {fix['fatal_sites']} fatal sites)</p>")
+        out.append(f"<details id='{esc(_anchor(item['model'], item['deployment']))}'><summary>"
+                   f"{esc(item['model'])} x {esc(item['deployment'])}: {esc(cell_text(item))}</summary>"
+                   + "".join(body) + "</details>")
+    return "\n".join(out) + "\n"
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def terminal(data: dict[str, Any]) -> str:
+    """A plain table for the terminal: one line per model, one column per deployment."""
+    columns, rows, cells = _grid(data)
+    width = max([len(r) for r in rows] + [5])
+    lines = [" " * width + "  " + " ".join(f"{c:>12}" for c in columns)]
+    for row in rows:
+        lines.append(f"{row:<{width}}  " + " ".join(f"{cell_text(cells.get((row, c))):>12}" for c in columns))
+    return "\n".join(lines + [""] + [line[2:] for line in _summary_lines(data)]) + "\n"

@@ -1,0 +1,192 @@
+"""Run a census: each distinct compiled forward x each deployment, one scan per pair.
+
+Models that share a forward (many CausalLM classes wrap the same `LlamaModel`) share its cells.
+Every scan of a worker shares one ScanSession, so each module summary is loaded once per process
+(and parsed once for the whole census: the summary cache is on disk, keyed by content hash).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from dynacheck.census.matrix import CensusDeployment
+from dynacheck.census.models import ModelEntry, registered_models
+from dynacheck.errors import UserError
+from dynacheck.model import Finding, PlanEntry, ScanResult, Target
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Census:
+    """The census's data: one record per (model, deployment) plus what could not be walked."""
+
+    targets: list[str]
+    deployments: list[dict[str, Any]]
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    not_applicable: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"census_version": "1", "targets": self.targets, "deployments": self.deployments,
+                "cells": self.cells, "not_applicable": self.not_applicable, "errors": self.errors,
+                "stats": self.stats}
+
+
+def _order_key(finding: Finding) -> tuple:
+    """Program order, approximately: the chain's hop lines compared hop by hop (Dynamo traces
+    calls in the order they appear, so the smaller line at the first differing hop comes first)."""
+    return tuple((hop.line) for hop in finding.chain) + (finding.site.line,)
+
+
+def _fatal(findings: Sequence[Finding]) -> list[Finding]:
+    """Unconditional sites that stop a fullgraph compile (a GB7000 loop fallback is a consequence
+    of a break inside the loop, so the break itself is named instead)."""
+    return [f for f in findings if f.unconditional and f.outcome.fatal_under_fullgraph
+            and f.outcome.gb_id != "GB7000"]
+
+
+def first_break(findings: Sequence[Finding], plan: Sequence[PlanEntry]) -> Finding | None:
+    """The first break (program order) that the cell's first fix clears: the break to read
+    beside the fix. Without a fix plan, the first fatal site."""
+    fatal = _fatal(findings)
+    if plan:
+        step = (plan[0].kind, plan[0].at)
+        cleared = [f for f in fatal if next(((x.kind, x.at) for x in f.fixes if x.sound), None) == step]
+        fatal = cleared or fatal
+    return min(fatal, key=_order_key) if fatal else None
+
+
+def _site(finding: Finding | None) -> dict[str, Any] | None:
+    if finding is None:
+        return None
+    return {"gb_id": finding.outcome.gb_id, "rule": finding.rule, "title": finding.title,
+            "file": finding.site.file, "line": finding.site.line, "function": finding.site.function,
+            "callee": finding.site.callee,
+            "chain": [{"function": h.function, "file": h.file, "line": h.line, "code": h.code}
+                      for h in finding.chain]}
+
+
+def cell_record(result: ScanResult) -> dict[str, Any]:
+    """What a census keeps of one scan."""
+    findings = result.findings
+    plan = result.fix_plan
+    fatal = _fatal(findings)
+    return {
+        "fatal_sites": sum(1 for f in findings if f.unconditional and f.outcome.fatal_under_fullgraph),
+        "conditional_sites": sum(1 for f in findings if not f.unconditional),
+        "first_break": _site(first_break(findings, plan)),
+        "first_fatal": _site(min(fatal, key=_order_key) if fatal else None),
+        "fix": plan[0].to_dict() if plan else None,
+        "breaks_by_function": sorted({f.site.function for f in findings
+                                      if f.unconditional and f.outcome.fatal_under_fullgraph}),
+    }
+
+
+# one session per worker process: the index (module summaries) is shared by every scan it runs
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
+    from dynacheck.static.scan import ScanSession
+
+    _WORKER["targets"] = targets
+    _WORKER["session"] = ScanSession.open(targets, cache_dir)
+    _WORKER["cache_dir"] = cache_dir
+
+
+def _walk_entry(entry: str, deployments: list[CensusDeployment]) -> list[tuple[str, dict[str, Any] | str]]:
+    """All deployments of one forward; a failure is a reason string, never a crash."""
+    from dynacheck.static.scan import scan_targets
+
+    out: list[tuple[str, dict[str, Any] | str]] = []
+    for deployment in deployments:
+        try:
+            result = scan_targets(_WORKER["targets"], [entry], None, cache_dir=_WORKER["cache_dir"],
+                                  deployment=deployment.spec(), session=_WORKER["session"])
+            out.append((deployment.name, cell_record(result)))
+        except UserError as exc:
+            out.append((deployment.name, str(exc)))
+        except Exception as exc:  # one cell's analyzer failure must not end the census
+            out.append((deployment.name, f"internal error: {type(exc).__name__}: {exc}"))
+    return out
+
+
+def _sglang_root(targets: Sequence[Target]) -> Path:
+    for target in targets:
+        if (Path(target.root) / "sglang" / "srt" / "models").is_dir():
+            return Path(target.root)
+    raise UserError("The census needs an SGLang target.", "Add --target sglang==0.5.9 (or the version you run).")
+
+
+def _not_applicable(model: ModelEntry, deployment: CensusDeployment) -> str | None:
+    if deployment.quantization and not model.takes_quant_config:
+        return (f"{model.name}.__init__ (and its SGLang bases) take no quant_config: a "
+                f"{deployment.quantization} checkpoint is not applied to this model")
+    return None
+
+
+def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment], *,
+               cache_dir: Path | None = None, jobs: int | None = None,
+               progress: Progress | None = None, models: Sequence[str] = ()) -> Census:
+    """The census of every registered model (or those named in `models`) x `deployments`."""
+    started = time.perf_counter()
+    registered = registered_models(_sglang_root(targets))
+    if models:
+        registered = [m for m in registered if m.name in set(models)]
+        if not registered:
+            raise UserError("None of the --model names is registered by the scanned SGLang.",
+                            "Names are class names from an EntryClass list, e.g. GlmMoeDsaForCausalLM.")
+    census = Census([t.spec for t in targets], [d.to_dict() for d in deployments])
+    wanted: dict[str, list[CensusDeployment]] = {}
+    for model in registered:
+        if not model.entry:
+            census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
+            continue
+        for deployment in deployments:
+            if _not_applicable(model, deployment) is None and deployment not in wanted.setdefault(model.entry, []):
+                wanted[model.entry].append(deployment)
+    results: dict[tuple[str, str], dict[str, Any] | str] = {}
+    entries = sorted(wanted, key=lambda e: -len(wanted[e]))
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(entries) or 1))
+    done = 0
+    if jobs == 1:
+        _init_worker(list(targets), cache_dir)
+        outputs = (_walk_entry(e, wanted[e]) for e in entries)
+        executor = None
+    else:
+        executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir))
+        outputs = executor.map(_walk_entry, entries, [wanted[e] for e in entries])
+    try:
+        for entry, output in zip(entries, outputs):
+            for name, record in output:
+                results[(entry, name)] = record
+            done += 1
+            if progress:
+                progress(f"census: {done}/{len(entries)} forwards walked ({len(results)} cells)")
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    for model in registered:
+        if not model.entry:
+            continue
+        for deployment in deployments:
+            reason = _not_applicable(model, deployment)
+            base = {"model": model.name, "module": model.module, "deployment": deployment.name}
+            if reason:
+                census.not_applicable.append(base | {"reason": reason})
+                continue
+            record = results[(model.entry, deployment.name)]
+            if isinstance(record, str):
+                census.errors.append(base | {"reason": record})
+                continue
+            census.cells.append(base | {"entry": model.entry, "entry_how": model.how} | record)
+    census.stats = {"models": len(registered), "forwards": len(entries), "scans": len(results),
+                    "jobs": jobs, "seconds": round(time.perf_counter() - started, 2)}
+    return census

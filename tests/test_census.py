@@ -1,0 +1,98 @@
+"""The census: model enumeration read from sources, the deployment matrix, cells, and views."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dynacheck.census import render
+from dynacheck.census.matrix import CensusDeployment, default_deployments, load_deployments
+from dynacheck.census.models import registered_models
+from dynacheck.errors import UserError
+
+
+def _tree(tmp_path: Path) -> Path:
+    models = tmp_path / "sglang" / "srt" / "models"
+    models.mkdir(parents=True)
+    (models / "base.py").write_text(
+        "class BaseModel:\n    def forward(self, x):\n        return x\n"
+        "class BaseForCausalLM:\n    def __init__(self, config, quant_config=None):\n"
+        "        self.model = BaseModel(config)\n")
+    (models / "child.py").write_text(
+        "from sglang.srt.models.base import BaseForCausalLM\n"
+        "class ChildForCausalLM(BaseForCausalLM):\n    pass\n"
+        "class Plain:\n    def __init__(self, config):\n        self.head = 1\n"
+        "    def forward(self, x):\n        return x\n"
+        "class Empty:\n    pass\n"
+        "EntryClass = [ChildForCausalLM, Plain, Empty]\n")
+    return tmp_path
+
+
+def test_models_are_read_from_entry_class_lists(tmp_path):
+    found = {m.name: m for m in registered_models(_tree(tmp_path))}
+    assert set(found) == {"ChildForCausalLM", "Plain", "Empty"}
+    child = found["ChildForCausalLM"]
+    assert child.entry == "sglang.srt.models.base:BaseModel.forward"  # the inner model, through the base
+    assert "self.model = BaseModel" in child.how and child.takes_quant_config
+    assert found["Plain"].entry == "sglang.srt.models.child:Plain.forward"
+    assert found["Plain"].how.startswith("own forward") and not found["Plain"].takes_quant_config
+    assert found["Empty"].entry == "" and "no forward" in found["Empty"].how
+
+
+def test_default_matrix_is_quantizations_by_gpus():
+    names = [d.name for d in default_deployments()]
+    assert len(names) == 12 and "nvfp4/sm120" in names and "bf16/sm90" in names
+    nvfp4 = next(d for d in default_deployments() if d.name == "nvfp4/sm120")
+    assert nvfp4.quantization == "modelopt_fp4" and "--enable-piecewise-cuda-graph" in nvfp4.server_args
+
+
+def test_deployments_file(tmp_path):
+    path = tmp_path / "d.toml"
+    path.write_text('[[deployment]]\nname = "a"\nserver_args = "--quantization fp8"\ngpu = "sm90"\n'
+                    'env = { X = "1" }\n')
+    (only,) = load_deployments(path)
+    assert only == CensusDeployment("a", "--quantization fp8", "sm90", "cuda", (("X", "1"),), "fp8")
+    path.write_text('[[deployment]]\nserver_args = ""\n')
+    with pytest.raises(UserError):
+        load_deployments(path)
+
+
+def _data() -> dict:
+    first = {"gb_id": "GB0007", "rule": "DC001", "title": "t", "file": "f.py", "line": 3, "function": "m.f",
+             "callee": "c", "chain": [{"function": "m.g", "file": "g.py", "line": 1, "code": "f()"}]}
+    return {"targets": ["sglang==0"], "deployments": [{"name": "q/sm1"}, {"name": "q/sm2"}],
+            "cells": [{"model": "A", "deployment": "q/sm1", "entry": "m:A.forward", "entry_how": "own",
+                       "fatal_sites": 2, "conditional_sites": 1, "first_break": first,
+                       "fix": {"kind": "custom_op", "at": "m.f", "sites": 2, "fatal_sites": 2},
+                       "breaks_by_function": ["m.f"]}],
+            "not_applicable": [{"model": "A", "deployment": "q/sm2", "reason": "no quant_config"}],
+            "errors": [], "stats": {"models": 1, "forwards": 1}}
+
+
+def test_views_link_cells_to_chain_and_fix():
+    data = _data()
+    md = render.markdown(data)
+    assert "[2 GB0007](#a-q-sm1)" in md and "### A-q-sm1" in md and "custom_op at `m.f`" in md
+    assert "| A | [2 GB0007](#a-q-sm1) | n/a |" in md
+    page = render.to_html(data)
+    assert "href='#A-q-sm1'" in page and "id='A-q-sm1'" in page and "<script" not in page
+    assert render.what_breaks_most(data)["fix"] == [("m.f", 1)]
+
+
+@pytest.mark.wheels
+def test_glm5_nvfp4_sm120_cell(pinned_targets, scan_cache):
+    """The seed's cell: GB0007 on flashinfer's CUDA version probe, fixed at fp4_quantize; on sm100
+    the quantize call is sgl_kernel's, so the fix is elsewhere."""
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name in ("nvfp4/sm120", "nvfp4/sm100")]
+    census = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1, models=["GlmMoeDsaForCausalLM"])
+    cells = {c["deployment"]: c for c in census.cells}
+    sm120 = cells["nvfp4/sm120"]
+    assert sm120["entry"] == "sglang.srt.models.deepseek_v2:DeepseekV2Model.forward"
+    first = sm120["first_break"]
+    assert first["gb_id"] == "GB0007" and first["file"] == "flashinfer/jit/cpp_ext.py"
+    assert "flashinfer.jit.cpp_ext.get_cuda_version" in [h["function"] for h in first["chain"]] + [first["function"]]
+    assert sm120["fix"]["at"] == "flashinfer.fp4_quantization.fp4_quantize"
+    assert cells["nvfp4/sm100"]["fix"]["at"] != "flashinfer.fp4_quantization.fp4_quantize"
