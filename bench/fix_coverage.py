@@ -13,12 +13,12 @@ Two scans, both offline from the cached wheels:
 from __future__ import annotations
 
 import argparse
-import ast
 import collections
 import json
 import sys
 from pathlib import Path
 
+from dynacheck.census.flashinfer_api import public_entries
 from dynacheck.fixes.coverage import cleared
 from dynacheck.fixes.emit import emit_patch
 from dynacheck.sources.resolve import resolve_target
@@ -27,23 +27,6 @@ from dynacheck.static.scan import scan_targets
 COMMAND = ("python bench/fix_coverage.py --write bench/RESULTS.md --json reports/fixes/coverage.json "
            "--emit reports/fixes/flashinfer_public_fixes.py")
 SECTION = "## Fix coverage: fatal sites with an applied fix"
-
-
-def public_entries(root: Path) -> list[str]:
-    """`module:function` for each function `flashinfer/__init__.py` re-exports (classes left out)."""
-    init = root / "flashinfer" / "__init__.py"
-    entries = []
-    for node in ast.parse(init.read_text()).body:
-        if not isinstance(node, ast.ImportFrom) or node.level != 1 or not node.module:
-            continue
-        module = "flashinfer." + node.module
-        path = root / Path(*module.split("."))
-        source = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
-        if not source.exists():
-            continue
-        defs = {n.name for n in ast.parse(source.read_text()).body if isinstance(n, ast.FunctionDef)}
-        entries += [f"{module}:{a.name}" for a in node.names if a.name in defs]
-    return sorted(set(entries))
 
 
 LOGGING_WRAPPER = "flashinfer.api_logging.flashinfer_api.<locals>.decorator.<locals>.wrapper"

@@ -96,3 +96,13 @@ def test_glm5_nvfp4_sm120_cell(pinned_targets, scan_cache):
     assert "flashinfer.jit.cpp_ext.get_cuda_version" in [h["function"] for h in first["chain"]] + [first["function"]]
     assert sm120["fix"]["at"] == "flashinfer.fp4_quantization.fp4_quantize"
     assert cells["nvfp4/sm100"]["fix"]["at"] != "flashinfer.fp4_quantization.fp4_quantize"
+
+
+def test_public_entries_are_reexported_functions(tmp_path):
+    from dynacheck.census.flashinfer_api import public_entries
+
+    pkg = tmp_path / "flashinfer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .norm import rmsnorm, Norm\nfrom .gone import x\nimport os\n")
+    (pkg / "norm.py").write_text("def rmsnorm(x):\n    return x\nclass Norm:\n    pass\n")
+    assert public_entries(tmp_path) == ["flashinfer.norm:rmsnorm"]

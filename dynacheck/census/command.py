@@ -22,11 +22,15 @@ DEFAULT_TARGETS = ("sglang==0.5.9", "flashinfer-python==0.6.3")
 @click.option("--model", "models", multiple=True, metavar="CLASS", help="Only these registered classes.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="terminal", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here, not stdout.")
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write census-sglang-<version>.json, .md and .html here (e.g. reports/).")
+@click.option("--flashinfer-api", is_flag=True,
+              help="Census FlashInfer's exported functions instead of SGLang's models (one deployment: sm100).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: the CPU count).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
 def census(targets: tuple[str, ...], deployments_file: Path | None, models: tuple[str, ...], fmt: str,
-           out: Path | None, jobs: int | None, cache_dir: Path | None, offline: bool) -> None:
+           out: Path | None, out_dir: Path | None, flashinfer_api: bool, jobs: int | None, cache_dir: Path | None, offline: bool) -> None:
     """Where Dynamo breaks, for every registered SGLang model on each deployment."""
     from dynacheck.census import render
     from dynacheck.census.matrix import load_deployments
@@ -36,17 +40,48 @@ def census(targets: tuple[str, ...], deployments_file: Path | None, models: tupl
     specs = targets or DEFAULT_TARGETS
     progress = StatusLine() if sys.stderr.isatty() else (lambda message: click.echo(message, err=True))
     resolved = resolve_targets(specs, cache_dir=cache_dir, offline=offline)
+    command = "dynacheck census " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+    if flashinfer_api:
+        _api(resolved, cache_dir, progress, fmt, out, out_dir, command)
+        return
     deployments = load_deployments(deployments_file)
     result = run_census(resolved, deployments, cache_dir=cache_dir, jobs=jobs, progress=progress,
                         models=models).to_dict()
     if isinstance(progress, StatusLine):
         progress.close()
-    command = "dynacheck census " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
     text = {"json": render.to_json, "markdown": lambda d: render.markdown(d, command),
             "html": lambda d: render.to_html(d, command), "terminal": render.terminal}[fmt](result)
+    if out_dir is not None:
+        version = next((t.version for t in resolved if t.name == "sglang"), "unknown")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for suffix, view in (("json", render.to_json), ("md", lambda d: render.markdown(d, command)),
+                             ("html", lambda d: render.to_html(d, command))):
+            path = out_dir / f"census-sglang-{version}.{suffix}"
+            path.write_text(view(result), encoding="utf-8")
+            click.echo(f"dynacheck: census written to {path}", err=True)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
         click.echo(f"dynacheck: census written to {out}", err=True)
     else:
+        click.echo(text, nl=False)
+
+
+def _api(resolved, cache_dir, progress, fmt, out, out_dir, command) -> None:
+    import json
+
+    from dynacheck.census.flashinfer_api import api_census, api_markdown
+
+    data = api_census(resolved, cache_dir=cache_dir, progress=progress)
+    views = {"json": lambda d: json.dumps(d, indent=1) + "\n", "markdown": lambda d: api_markdown(d, command)}
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for suffix, view in (("json", views["json"]), ("md", views["markdown"])):
+            path = out_dir / f"census-flashinfer-{data['version']}.{suffix}"
+            path.write_text(view(data), encoding="utf-8")
+            click.echo(f"dynacheck: FlashInfer API census written to {path}", err=True)
+    text = views.get(fmt, views["markdown"])(data)
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    elif out_dir is None:
         click.echo(text, nl=False)
