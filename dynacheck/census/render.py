@@ -164,7 +164,7 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
 
 
 def to_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def terminal(data: dict[str, Any]) -> str:
