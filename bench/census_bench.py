@@ -1,0 +1,87 @@
+"""Benchmark: the whole SGLang census against one cold flagship scan, same machine, same run.
+
+Each runs in its own process with its own empty summary cache (cold), timed by wall clock; peak
+memory is the process's max RSS plus its finished workers' (an upper bound on the census's total).
+
+    python bench/census_bench.py [--jobs 2] [--write bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMMAND = "python bench/census_bench.py --write bench/RESULTS.md"
+SECTION = "## Census: every SGLang model x 12 deployments against one cold flagship scan"
+
+_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from dynacheck.sources.resolve import resolve_target
+targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
+cache, what, jobs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+started = time.perf_counter()
+if what == "flagship":
+    from dynacheck.static.scan import scan_targets
+    result = scan_targets(targets, [], "glm5", cache_dir=cache)
+    size = {"findings": len(result.findings), "files_parsed": result.stats.files_parsed}
+else:
+    from dynacheck.census.matrix import default_deployments
+    from dynacheck.census.run import run_census
+    census = run_census(targets, default_deployments(), cache_dir=cache, jobs=jobs)
+    size = {"cells": len(census.cells), **census.stats}
+seconds = time.perf_counter() - started
+own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"seconds": seconds, "rss_mb": own / 1024, "rss_total_mb": (own + jobs * kids) / 1024} | size))
+"""
+
+
+def _run(what: str, jobs: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="dynacheck-census-bench-") as cache:
+        out = subprocess.run([sys.executable, "-c", _CHILD, cache, what, str(jobs)], check=True,
+                             capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(Path.cwd())})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--write", type=Path, default=None)
+    args = parser.parse_args()
+    flagship = _run("flagship", 1)
+    census = _run("census", args.jobs)
+    ratio = census["seconds"] / flagship["seconds"]
+    lines = [SECTION, "", f"Command: `{COMMAND}` (offline, cached wheels; Python {platform.python_version()}, "
+             f"{platform.machine()}, {os.cpu_count()} cores shared with other work, census jobs={args.jobs})", "",
+             "| measure | value |", "| --- | --- |",
+             f"| cold flagship scan (glm5 preset) | {flagship['seconds']:.1f} s, {flagship['files_parsed']} files, "
+             f"peak RSS {flagship['rss_mb']:.0f} MB |",
+             f"| cold census ({census['models']} model classes, {census['forwards']} distinct forwards, "
+             f"{census['cells']} cells, {census['scans']} scans) | {census['seconds']:.1f} s |",
+             f"| census / flagship | **{ratio:.1f}x** (goal <= 3x) |",
+             f"| census peak RSS: main process / main + workers (upper bound) | {census['rss_mb']:.0f} MB / "
+             f"**{census['rss_total_mb']:.0f} MB** (goal <= 2 GB) |", ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        body = args.write.read_text(encoding="utf-8")
+        if SECTION in body:
+            head, _, rest = body.partition(SECTION)
+            tail = rest[rest.find("\n## "):] if "\n## " in rest else "\n"
+            body = head + text + tail
+        else:
+            body = body.rstrip("\n") + "\n\n" + text
+        args.write.write_text(body, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
