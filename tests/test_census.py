@@ -106,3 +106,15 @@ def test_public_entries_are_reexported_functions(tmp_path):
     (pkg / "__init__.py").write_text("from .norm import rmsnorm, Norm\nfrom .gone import x\nimport os\n")
     (pkg / "norm.py").write_text("def rmsnorm(x):\n    return x\nclass Norm:\n    pass\n")
     assert public_entries(tmp_path) == ["flashinfer.norm:rmsnorm"]
+
+
+def test_compare_sorts_cells_into_fixed_broken_changed():
+    from dynacheck.census.compare import compare, compare_markdown
+
+    old, new = _data(), _data()
+    new["targets"] = ["sglang==1"]
+    new["cells"] = [dict(old["cells"][0], fatal_sites=0, first_break=None, fix=None),
+                    dict(old["cells"][0], model="B")]
+    diff = compare(old, new)
+    assert [c["model"] for c in diff["fixed"]] == ["A"] and diff["added_models"] == ["B"]
+    assert not diff["broken"] and "fixed (fatal before, none after): 1" in compare_markdown(diff)

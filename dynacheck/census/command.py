@@ -26,21 +26,26 @@ DEFAULT_TARGETS = ("sglang==0.5.9", "flashinfer-python==0.6.3")
               help="Write census-sglang-<version>.json, .md and .html here (e.g. reports/).")
 @click.option("--flashinfer-api", is_flag=True,
               help="Census FlashInfer's exported functions instead of SGLang's models (one deployment: sm100).")
+@click.option("--compare", nargs=2, type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              metavar="OLD.json NEW.json", help="Diff two census JSON files (no scan) and print markdown.")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: the CPU count).")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--offline", is_flag=True, help="Never download; use only cached wheels.")
 def census(targets: tuple[str, ...], deployments_file: Path | None, models: tuple[str, ...], fmt: str,
-           out: Path | None, out_dir: Path | None, flashinfer_api: bool, jobs: int | None, cache_dir: Path | None, offline: bool) -> None:
+           out: Path | None, out_dir: Path | None, flashinfer_api: bool, compare: tuple[Path, Path] | None, jobs: int | None, cache_dir: Path | None, offline: bool) -> None:
     """Where Dynamo breaks, for every registered SGLang model on each deployment."""
     from dynacheck.census import render
     from dynacheck.census.matrix import load_deployments
     from dynacheck.census.run import run_census
     from dynacheck.sources.resolve import resolve_targets
 
+    command = "dynacheck census " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
+    if compare:
+        _compare(compare, out, command)
+        return
     specs = targets or DEFAULT_TARGETS
     progress = StatusLine() if sys.stderr.isatty() else (lambda message: click.echo(message, err=True))
     resolved = resolve_targets(specs, cache_dir=cache_dir, offline=offline)
-    command = "dynacheck census " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
     if flashinfer_api:
         _api(resolved, cache_dir, progress, fmt, out, out_dir, command)
         return
@@ -84,4 +89,22 @@ def _api(resolved, cache_dir, progress, fmt, out, out_dir, command) -> None:
     if out is not None:
         out.write_text(text, encoding="utf-8")
     elif out_dir is None:
+        click.echo(text, nl=False)
+
+
+def _compare(paths: tuple[Path, Path], out: Path | None, command: str) -> None:
+    import json
+
+    from dynacheck.census.compare import compare, compare_markdown
+    from dynacheck.errors import UserError
+
+    try:
+        old, new = (json.loads(p.read_text(encoding="utf-8")) for p in paths)
+        text = compare_markdown(compare(old, new), command)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"Could not compare the census files: {exc}.",
+                        "Give two JSON files written by `dynacheck census --format json`.") from None
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    else:
         click.echo(text, nl=False)

@@ -1,0 +1,57 @@
+"""Compare two censuses (e.g. two SGLang/FlashInfer releases): which cells got better, worse or
+moved their first break, and which models appeared or went away."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _key(cell: dict[str, Any]) -> tuple[str, str]:
+    return cell["model"], cell["deployment"]
+
+
+def _first(cell: dict[str, Any]) -> str:
+    first = cell.get("first_break")
+    return f"{first['gb_id'] or 'fatal'} {first['function']}" if first else "-"
+
+
+def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    before = {_key(c): c for c in old["cells"]}
+    after = {_key(c): c for c in new["cells"]}
+    old_models = {c["model"] for c in old["cells"]}
+    new_models = {c["model"] for c in new["cells"]}
+    changed = []
+    for key in sorted(before.keys() & after.keys()):
+        a, b = before[key], after[key]
+        if a["fatal_sites"] != b["fatal_sites"] or _first(a) != _first(b):
+            changed.append({"model": key[0], "deployment": key[1], "fatal_before": a["fatal_sites"],
+                            "fatal_after": b["fatal_sites"], "first_before": _first(a), "first_after": _first(b),
+                            "fix_after": (b.get("fix") or {}).get("at", "")})
+    return {"from": old["targets"], "to": new["targets"],
+            "added_models": sorted(new_models - old_models), "removed_models": sorted(old_models - new_models),
+            "fixed": [c for c in changed if c["fatal_before"] and not c["fatal_after"]],
+            "broken": [c for c in changed if not c["fatal_before"] and c["fatal_after"]],
+            "changed": [c for c in changed if c["fatal_before"] and c["fatal_after"]],
+            "same": len(before.keys() & after.keys()) - len(changed)}
+
+
+def compare_markdown(diff: dict[str, Any], command: str = "") -> str:
+    out = [f"# Census diff: {', '.join(diff['from'])} -> {', '.join(diff['to'])}", ""]
+    if command:
+        out += ["Made with:", "", f"    {command}", ""]
+    out += [f"- cells in both: {diff['same'] + len(diff['fixed']) + len(diff['broken']) + len(diff['changed'])}"
+            f" ({diff['same']} unchanged)",
+            f"- fixed (fatal before, none after): {len(diff['fixed'])}",
+            f"- newly broken (clean before, fatal after): {len(diff['broken'])}",
+            f"- still fatal, count or first break changed: {len(diff['changed'])}",
+            f"- models added: {len(diff['added_models'])} ({', '.join(diff['added_models']) or '-'})",
+            f"- models removed: {len(diff['removed_models'])} ({', '.join(diff['removed_models']) or '-'})", ""]
+    for title, key in (("Fixed", "fixed"), ("Newly broken", "broken"), ("Changed", "changed")):
+        if not diff[key]:
+            continue
+        out += [f"## {title}", "", "| model | deployment | fatal | first break before | first break after | fix after |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {c['model']} | {c['deployment']} | {c['fatal_before']} -> {c['fatal_after']} | "
+                f"`{c['first_before']}` | `{c['first_after']}` | `{c['fix_after']}` |" for c in diff[key]]
+        out.append("")
+    return "\n".join(out) + "\n"
