@@ -71,3 +71,11 @@ def test_without_a_deployment_nothing_is_pruned(scan_cache):
 def test_unknown_server_flag_is_one_sentence(scan_cache):
     with pytest.raises(UserError, match="no flag --enable-fast-pth"):
         _scan(scan_cache, gpu="sm120", server_args="--enable-fast-pth")
+
+
+def test_first_break_follows_trace_order(scan_cache):
+    """`y = quantize(x)` is the forward's first statement: on sm120 its nvcc probe is where Dynamo stops."""
+    first = _scan(scan_cache, gpu="sm120").first_break
+    assert (first["function"], first["callee"]) == ("depfx.kernels.sm120_quantize", "subprocess.check_output")
+    later = _scan(scan_cache, gpu="sm90").first_break  # generic_quantize is clean: the ninja run comes next
+    assert later["callee"] == "subprocess.run"

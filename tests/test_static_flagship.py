@@ -144,3 +144,11 @@ def test_symm_mem_flag_changes_the_answer(pinned_targets, scan_cache, glm5):
     before = {(f.site.file, f.site.line) for f in glm5.findings if not f.conditions}
     after = {(f.site.file, f.site.line) for f in with_flag.findings if not f.conditions}
     assert before != after
+
+
+def test_the_first_break_in_trace_order_is_the_nvcc_probe(glm5):
+    """Dynamo evaluates `get_fp4_quantization_module(...)` before the kernel method it returns; with CUDA_HOME
+    unset, get_cuda_path's `which nvcc` (cpp_ext.py:49) comes before `nvcc --version` (:69)."""
+    first = glm5.first_break
+    assert (first["file"], first["gb_id"]) == ("flashinfer/jit/cpp_ext.py", "GB0007")
+    assert first["function"] in ("flashinfer.jit.cpp_ext.get_cuda_path", "flashinfer.jit.cpp_ext.get_cuda_version")

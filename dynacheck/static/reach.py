@@ -48,6 +48,7 @@ class Node:
     others: list["Node"] = field(default_factory=list)  # other calls that reach the same node
     conditions: tuple = ()  # model.Condition: what this edge (the call into the node) depends on
     conditional: bool = False  # this edge or one above it depends on an open deployment fact
+    chained: int = 0  # calls inside the callee expression (`f(x).g()` calls f first): trace order on a line
 
 
 @dataclass
@@ -239,7 +240,7 @@ class Reacher:
         conditions = self._call_conditions + tuple(c for c in func.cond if c not in self._call_conditions)
         edge = Node(key, func, bound, node.key, call.line, func.via, weaker(confidence, func.confidence),
                     func.note or note, call.loop, conditions=conditions,
-                    conditional=node.conditional or bool(conditions))
+                    conditional=node.conditional or bool(conditions), chained=_calls_in(call.func))
         existing = result.nodes.get(key)
         if existing is not None:
             if existing.conditional and not edge.conditional:
@@ -292,6 +293,16 @@ class Reacher:
                 if isinstance(only, (bool, int, float, str, type(None))):
                     bound.append((name, (Value("known", name=repr(only)[:40], items=(only,)),)))
         return tuple(bound)
+
+
+def _calls_in(expr) -> int:
+    count, stack = 0, [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple) and node:
+            count += node[0] == "c"
+            stack.extend(x for x in node[1:] if isinstance(x, tuple))
+    return count
 
 
 _GUARD_NAMES: dict[int, frozenset] = {}
