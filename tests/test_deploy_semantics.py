@@ -79,3 +79,9 @@ def test_first_break_follows_trace_order(scan_cache):
     assert (first["function"], first["callee"]) == ("depfx.kernels.sm120_quantize", "subprocess.check_output")
     later = _scan(scan_cache, gpu="sm90").first_break  # generic_quantize is clean: the ninja run comes next
     assert later["callee"] == "subprocess.run"
+
+
+def test_a_deprecated_flag_without_a_value_is_accepted(scan_cache):
+    """SGLang 0.5.10 keeps `--enable-piecewise-cuda-graph` as a `nargs=0` deprecation action."""
+    result = _scan(scan_cache, gpu="sm120", server_args="--old-fast-path --tp-size 2")
+    assert result.deployment["server_args"] == "--old-fast-path --tp-size 2"
