@@ -85,3 +85,9 @@ def test_a_deprecated_flag_without_a_value_is_accepted(scan_cache):
     """SGLang 0.5.10 keeps `--enable-piecewise-cuda-graph` as a `nargs=0` deprecation action."""
     result = _scan(scan_cache, gpu="sm120", server_args="--old-fast-path --tp-size 2")
     assert result.deployment["server_args"] == "--old-fast-path --tp-size 2"
+
+
+def test_a_failed_command_branch_is_an_error_path(scan_cache):
+    result = _scan(scan_cache, gpu="sm120")
+    (made,) = [f for f in result.findings if f.site.callee == "os.makedirs"]
+    assert [c.kind for c in made.conditions] == ["except"] and "command failed" in made.conditions[0].text

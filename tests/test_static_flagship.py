@@ -157,3 +157,16 @@ def test_the_first_break_in_trace_order_is_the_nvcc_probe(glm5):
     first = glm5.first_break
     assert (first["file"], first["gb_id"]) == ("flashinfer/jit/cpp_ext.py", "GB0007")
     assert first["function"] in ("flashinfer.jit.cpp_ext.get_cuda_path", "flashinfer.jit.cpp_ext.get_cuda_version")
+
+
+@pytest.mark.parametrize("preset, reachable", [("deepseek-v3", True), ("glm5", False)])
+def test_model_config_decides_the_fused_routing_branch(pinned_targets, scan_cache, preset, reachable):
+    """topk.py:759 takes FlashInfer's fused routing only when topk_group * num_expert_group >= topk:
+    DeepSeek-V3 4 * 8 >= 8, GLM-5 1 * 1 < 8. The values come from the model config through TopK's constructor
+    and the TopKConfig dataclass; shared-experts fusion is switched off so topk is the config's 8."""
+    from dynacheck.deploy.build import DeploymentSpec
+
+    scan = scan_targets(pinned_targets, [], preset, cache_dir=scan_cache,
+                        deployment=DeploymentSpec(server_args="--disable-shared-experts-fusion"))
+    fused = [f for f in scan.findings if f.site.file == "flashinfer/fused_moe/fused_routing_dsv3.py" and not f.conditions]
+    assert bool(fused) is reachable

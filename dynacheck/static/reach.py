@@ -15,6 +15,7 @@ from dynacheck import model as m
 from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.summary import CallSite
+from dynacheck.static.partial import Obj, Ref
 from dynacheck.static.values import Evaluator, Scope, Value, weaker
 
 MAX_NODES = 20_000
@@ -290,8 +291,12 @@ class Reacher:
                 continue
             if result.values is not None and len(result.values) == 1:
                 only = next(iter(result.values))
-                if isinstance(only, (bool, int, float, str, type(None))):
+                if isinstance(only, (bool, int, float, str, type(None), Obj)):
                     bound.append((name, (Value("known", name=repr(only)[:40], items=(only,)),)))
+                elif isinstance(only, Ref) and only.value.kind == "inst" and only.value.expr:
+                    # an object built from known arguments (a config dataclass): one node per allocation
+                    label = f"{only.value.name}@{id(only.value.expr)}"
+                    bound.append((name, (Value("known", name=label, items=(only,)),)))
         return tuple(bound)
 
 
@@ -309,20 +314,33 @@ _GUARD_NAMES: dict[int, frozenset] = {}
 
 
 def _guard_names(fn) -> frozenset:
-    """Parameters that a function's branch tests read (memoized per summary object)."""
+    """Parameters that decide branches here or below: read by a branch test (directly or through a
+    local assigned from them: `use_grouped = config.use_grouped`), or passed on to a call, where the
+    callee may branch on them (`select_experts(topk_config=...)` -> `if topk_group * n_group >= topk`)."""
     key = id(fn)
     if key not in _GUARD_NAMES:
-        names: set = set()
-        stack = [t for call in fn.calls for t, _, _ in call.guards]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, tuple):
-                if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
-                    names.add(node[1])
-                else:
-                    stack.extend(x for x in node if isinstance(x, tuple))
+        tests = [t for call in fn.calls for t, _, _ in call.guards]
+        names = _names(tests)
+        for local in list(names):
+            for value in fn.assigns.get(local, ()):
+                if value and value[0] not in ("fn", "cls"):
+                    names |= _names([value])
+        names |= _names([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
         _GUARD_NAMES[key] = frozenset(names & set(fn.params) - {"self", "cls"})
     return _GUARD_NAMES[key]
+
+
+def _names(exprs) -> set:
+    names: set = set()
+    stack = list(exprs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
+                names.add(node[1])
+            else:
+                stack.extend(x for x in node if isinstance(x, tuple))
+    return names
 
 
 def qualified(func: Value) -> str:
