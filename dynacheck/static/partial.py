@@ -315,13 +315,15 @@ class PartialEvaluator:
             return known({"True": True, "False": False, "None": None}[name])
         current: Scope | None = scope
         while current is not None and current.function is not None:
-            for bound_name, values in current.bound:
-                if bound_name == name:
-                    return self._of_values(values)
             fn = current.function
+            bound = next((values for bound_name, values in current.bound if bound_name == name), None)
+            if bound is not None and name not in fn.assigns:
+                return self._of_values(bound)
             if name in fn.assigns:
                 key = ("local", id(fn), name, id(current))
                 if key in self._active:
+                    if bound is not None:  # `disabled = ... or disabled`: the parameter's own value
+                        return self._of_values(bound)
                     self._cuts += 1
                     return NOTHING  # x = f(x): the other assignments give the values
                 self._active.add(key)
