@@ -206,6 +206,7 @@ class ScanResult(_Record):
     torch_version: str = ""  # "" when the catalogue, not torch, gave the GB ids
     deployment: dict[str, Any] = field(default_factory=dict)  # the facts the walk evaluated ({} = none)
     fix_plan: tuple[PlanEntry, ...] = ()  # fixes ranked by the unconditional fatal sites they clear
+    first_break: dict[str, Any] = field(default_factory=dict)  # the fatal site Dynamo meets first in trace order
 
     _nested = {"stats": ScanStats}
     _nested_lists = {"targets": Target, "findings": Finding, "problems": Problem, "fix_plan": PlanEntry}

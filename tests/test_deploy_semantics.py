@@ -71,3 +71,23 @@ def test_without_a_deployment_nothing_is_pruned(scan_cache):
 def test_unknown_server_flag_is_one_sentence(scan_cache):
     with pytest.raises(UserError, match="no flag --enable-fast-pth"):
         _scan(scan_cache, gpu="sm120", server_args="--enable-fast-pth")
+
+
+def test_first_break_follows_trace_order(scan_cache):
+    """`y = quantize(x)` is the forward's first statement: on sm120 its nvcc probe is where Dynamo stops."""
+    first = _scan(scan_cache, gpu="sm120").first_break
+    assert (first["function"], first["callee"]) == ("depfx.kernels.sm120_quantize", "subprocess.check_output")
+    later = _scan(scan_cache, gpu="sm90").first_break  # generic_quantize is clean: the ninja run comes next
+    assert later["callee"] == "subprocess.run"
+
+
+def test_a_deprecated_flag_without_a_value_is_accepted(scan_cache):
+    """SGLang 0.5.10 keeps `--enable-piecewise-cuda-graph` as a `nargs=0` deprecation action."""
+    result = _scan(scan_cache, gpu="sm120", server_args="--old-fast-path --tp-size 2")
+    assert result.deployment["server_args"] == "--old-fast-path --tp-size 2"
+
+
+def test_a_failed_command_branch_is_an_error_path(scan_cache):
+    result = _scan(scan_cache, gpu="sm120")
+    (made,) = [f for f in result.findings if f.site.callee == "os.makedirs"]
+    assert [c.kind for c in made.conditions] == ["except"] and "command failed" in made.conditions[0].text

@@ -100,8 +100,14 @@ def test_trace_without_a_command_is_a_user_error():
 @pytest.mark.xdist_group("distributed")  # one torch.distributed job at a time under pytest -n
 def test_torchrun_ranks_get_the_recorder_and_their_rank(tmp_path):
     pytest.importorskip("torch.distributed.run")
-    proc = trace(tmp_path, ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                            str(HERE / "ranks.py")])
+    argv = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(HERE / "ranks.py")]
+    proc = trace(tmp_path, argv)
+    if proc.returncode != 0 and "ChildFailedError" in proc.stderr:
+        # gloo's rendezvous can abort a rank on a starved 2-core machine (seen under pytest -n): one retry,
+        # in a fresh folder, so a real failure still fails twice
+        tmp_path = tmp_path / "retry"
+        tmp_path.mkdir()
+        proc = trace(tmp_path, argv)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = load(tmp_path)
     assert sorted(p.rank for p in result.processes if p.rank >= 0) == [0, 1]

@@ -250,7 +250,7 @@ def test_conditional_sites_come_after_and_say_their_conditions():
     base = samples.flagship_finding()
     cond = replace(samples.logging_finding(), conditions=(Condition("server_args.enable_symm_mem", "x.py", 4),))
     text = render_html(Review(scan=replace(samples.flagship_scan(), findings=(cond, base),
-                                           deployment={"gpu": "sm120"})))
+                                           deployment={"name": "custom", "gpu": "sm120"})))
     assert text.index('data-rule="DC001"') < text.index('data-rule="DC020"')
     assert "only if: server_args.enable_symm_mem (x.py:4)" in text
     assert "1 conditional" in text

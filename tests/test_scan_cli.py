@@ -195,7 +195,7 @@ def test_gate_counts_conditional_findings_only_when_configured(project: Path, ca
     from dynacheck.model import Condition, Diff, ScanResult
 
     assert run(["scan", "--offline", "--format", "json", "--out", "s.json"], capsys)[0] == 1
-    scan = _replace(ScanResult.from_dict(json.loads((project / "s.json").read_text())), deployment={"gpu": "sm120"})
+    scan = _replace(ScanResult.from_dict(json.loads((project / "s.json").read_text())), deployment={"name": "custom", "gpu": "sm120"})
     conditional = tuple(_replace(f, conditions=(Condition("flag", "x.py", 1, "flag"),)) for f in scan.findings)
     comparison = Comparison(diff=Diff(before=(), after=(), added=conditional), previous={})
     assert judge(comparison, "info", scan).failing == ()

@@ -134,13 +134,39 @@ def test_sm100_binds_sgl_kernel_quantize(pinned_targets, scan_cache):
         assert "flashinfer.fp4_quantization.fp4_quantize" not in names, names
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9, open: the pynccl_allocator sites are not reached from the forward yet")
 def test_symm_mem_flag_changes_the_answer(pinned_targets, scan_cache, glm5):
+    """`use_symmetric_memory` returns a nullcontext unless `--enable-symm-mem`: without the flag no pynccl
+    allocator site is reachable; with it they are, behind the allocator's lazy `if _mem_pool is None:`
+    (first use: whether an earlier eager step made the pool decides whether the compile meets it)."""
     from dynacheck.deploy.build import DeploymentSpec
 
+    def pynccl(scan):
+        return [f for f in scan.findings if "pynccl_allocator" in f.site.file]
+
+    assert not pynccl(glm5)
     with_flag = scan_targets(pinned_targets, [], "glm5", cache_dir=scan_cache,
                              deployment=DeploymentSpec(server_args="--enable-symm-mem"))
     assert with_flag.deployment["server_args"].endswith("--enable-symm-mem")
-    before = {(f.site.file, f.site.line) for f in glm5.findings if not f.conditions}
-    after = {(f.site.file, f.site.line) for f in with_flag.findings if not f.conditions}
-    assert before != after
+    found = pynccl(with_flag)
+    assert found and all(any("_mem_pool is None" in c.text for c in f.conditions) for f in found)
+
+
+def test_the_first_break_in_trace_order_is_the_nvcc_probe(glm5):
+    """Dynamo evaluates `get_fp4_quantization_module(...)` before the kernel method it returns; with CUDA_HOME
+    unset, get_cuda_path's `which nvcc` (cpp_ext.py:49) comes before `nvcc --version` (:69)."""
+    first = glm5.first_break
+    assert (first["file"], first["gb_id"]) == ("flashinfer/jit/cpp_ext.py", "GB0007")
+    assert first["function"] in ("flashinfer.jit.cpp_ext.get_cuda_path", "flashinfer.jit.cpp_ext.get_cuda_version")
+
+
+@pytest.mark.parametrize("preset, reachable", [("deepseek-v3", True), ("glm5", False)])
+def test_model_config_decides_the_fused_routing_branch(pinned_targets, scan_cache, preset, reachable):
+    """topk.py:759 takes FlashInfer's fused routing only when topk_group * num_expert_group >= topk:
+    DeepSeek-V3 4 * 8 >= 8, GLM-5 1 * 1 < 8. The values come from the model config through TopK's constructor
+    and the TopKConfig dataclass; shared-experts fusion is switched off so topk is the config's 8."""
+    from dynacheck.deploy.build import DeploymentSpec
+
+    scan = scan_targets(pinned_targets, [], preset, cache_dir=scan_cache,
+                        deployment=DeploymentSpec(server_args="--disable-shared-experts-fusion"))
+    fused = [f for f in scan.findings if f.site.file == "flashinfer/fused_moe/fused_routing_dsv3.py" and not f.conditions]
+    assert bool(fused) is reachable

@@ -51,6 +51,7 @@ def _read_schema(path: Path) -> ServerArgsSchema:
     except (OSError, SyntaxError, ValueError) as exc:
         raise UserError(f"Could not read SGLang's server arguments from {path}: {exc}.") from None
     schema = ServerArgsSchema()
+    zero_arg_actions = _zero_arg_actions(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
             for stmt in node.body:
@@ -63,11 +64,30 @@ def _read_schema(path: Path) -> ServerArgsSchema:
                         except (ValueError, SyntaxError, TypeError):
                             pass
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-            _flag(node, schema)
+            _flag(node, schema, zero_arg_actions)
     return schema
 
 
-def _flag(call: ast.Call, schema: ServerArgsSchema) -> None:
+def _zero_arg_actions(tree: ast.Module) -> dict[str, str]:
+    """argparse.Action classes of the file that take no value (`nargs=0`), and what they store:
+    "store_true" when their __call__ sets the dest to True, else "ignore" (e.g. a deprecation notice)."""
+    actions: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is None:
+            continue
+        defaults = dict(zip([a.arg for a in init.args.args][-len(init.args.defaults):] if init.args.defaults else [],
+                            init.args.defaults))
+        nargs = defaults.get("nargs")
+        if isinstance(nargs, ast.Constant) and nargs.value == 0:
+            sets_true = "True" in ast.unparse(node) and "setattr" in ast.unparse(node)
+            actions[node.name] = "store_true" if sets_true else "ignore"
+    return actions
+
+
+def _flag(call: ast.Call, schema: ServerArgsSchema, zero_arg_actions: dict[str, str] | None = None) -> None:
     names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     longs = [n for n in names if n.startswith("--")]
     if not longs:
@@ -78,6 +98,8 @@ def _flag(call: ast.Call, schema: ServerArgsSchema) -> None:
         dest = keywords["dest"].value
     action = keywords.get("action")
     action_text = action.value if isinstance(action, ast.Constant) and isinstance(action.value, str) else "store"
+    if isinstance(action, ast.Name) and action.id in (zero_arg_actions or {}):
+        action_text = (zero_arg_actions or {})[action.id]
     kind = keywords.get("type")
     type_text = kind.id if isinstance(kind, ast.Name) else ""
     for name in names:
@@ -103,8 +125,9 @@ def apply_arguments(schema: ServerArgsSchema, text: str) -> tuple[dict[str, Any]
             raise UserError(f"--server-args: SGLang's ServerArgs has no flag {flag}.",
                             f"Did you mean: {', '.join(close)}?" if close else "")
         dest, action, kind = schema.flags[flag]
-        if action in ("store_true", "store_false"):
-            values[dest] = action == "store_true"
+        if action in ("store_true", "store_false", "ignore"):
+            if action != "ignore":  # a deprecated flag that takes no value and sets nothing
+                values[dest] = action == "store_true"
             i += 1
             continue
         if eq:

@@ -112,6 +112,13 @@ def _plan(console: Console, scan: ScanResult, top: int = 5) -> None:
         console.print(_indented(line, 2))
     if len(steps) > top:
         console.print(Text(f"  … {len(steps) - top} more", style="dim"))
+    first = scan.first_break
+    if first:
+        line = Text("Dynamo stops first at ", style="bold")
+        line.append(f"{first['file']}:{first['line']} {first['callee']}", style="bold red")
+        line.append(f"  ({first['rule']} {first['gb_id']}, in {first['function']}; trace order on chains that hold "
+                    "on this deployment)", style="dim")
+        console.print(_indented(line, 0))
 
 
 def _indented(text: Text, indent: int) -> Padding:

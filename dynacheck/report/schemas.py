@@ -118,6 +118,8 @@ DEFS: dict[str, dict[str, Any]] = {
         "tool_version": STR, "torch_version": STR,
         "deployment": {"type": "object", "description": "The deployment facts the walk evaluated ({} = none)."},
         "fix_plan": {**_list("PlanEntry"), "description": "Fixes ranked by the unconditional fatal sites they clear."},
+        "first_break": {"type": "object", "description": "The fatal site Dynamo meets first, in trace order, on a "
+                        "chain that holds on the deployment: function, file, line, callee, rule, gb_id ({} = none)."},
     }),
     "Frame": _record("One frame of a user stack.", {"file": STR, "line": LINE, "function": STR, "code": STR}),
     "Event": _record("One thing the recorder saw in one process.", {

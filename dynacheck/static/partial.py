@@ -139,6 +139,9 @@ class PartialEvaluator:
             elif taken and self._builds_once(test, scope):
                 conditions.append(Condition(f"first build only: {render_test(test)} (nothing was built before "
                                             "the compile)", scope.module.path, line, "first_call"))
+            elif _failed_command(test, taken):
+                conditions.append(Condition(f"the command failed: {'' if taken else 'not '}{render_test(test)}",
+                                            scope.module.path, line, "except"))
             elif taken and _registers_once(test):
                 conditions.append(Condition(f"first call only: {render_test(test)} (nothing registered it before "
                                             "the compile)", scope.module.path, line, "first_call"))
@@ -312,13 +315,15 @@ class PartialEvaluator:
             return known({"True": True, "False": False, "None": None}[name])
         current: Scope | None = scope
         while current is not None and current.function is not None:
-            for bound_name, values in current.bound:
-                if bound_name == name:
-                    return self._of_values(values)
             fn = current.function
+            bound = next((values for bound_name, values in current.bound if bound_name == name), None)
+            if bound is not None and name not in fn.assigns:
+                return self._of_values(bound)
             if name in fn.assigns:
                 key = ("local", id(fn), name, id(current))
                 if key in self._active:
+                    if bound is not None:  # `disabled = ... or disabled`: the parameter's own value
+                        return self._of_values(bound)
                     self._cuts += 1
                     return NOTHING  # x = f(x): the other assignments give the values
                 self._active.add(key)
@@ -517,7 +522,7 @@ class PartialEvaluator:
     def _instance_attr(self, inst: Value, attr: str, depth: int) -> Known:
         """`self.attr` as a value: every `self.attr = ...` in the class and its bases, evaluated in
         its method (`self._enable_a2a_moe = get_moe_a2a_backend().is_deepep()` in `__init__`)."""
-        key = ("attr", inst.module, inst.name, attr)
+        key = ("attr", inst.module, inst.name, attr, id(inst.expr) if inst.expr else 0)
         if key in self._memo:
             return self._memo[key]
         if key in self._active:
@@ -537,8 +542,13 @@ class PartialEvaluator:
                     if fn is None or attr not in fn.self_assigns:
                         continue
                     scope = Scope(module, fn, replace(inst, kind="cls"))
+                    if fn.name == "__init__":
+                        scope = replace(scope, bound=self._constructor_arguments(inst, fn, depth))
                     parts.extend(self.const(e, scope, depth) for e in fn.self_assigns[attr])
-                if summary.attrs.get(attr):
+                field = self._field_argument(inst, attr, depth) if not parts and _is_dataclass(summary) else None
+                if field is not None:  # the allocation's keyword, not the field's default
+                    parts.append(field)
+                elif summary.attrs.get(attr):
                     scope = Scope(module)
                     parts.extend(self.const(e, scope, depth) for e in summary.attrs[attr])
         finally:
@@ -547,6 +557,35 @@ class PartialEvaluator:
         if cuts == self._cuts and (result.values is not None or result.opens):
             self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
         return result
+
+    def _allocation(self, inst: Value) -> tuple[list, dict, Scope] | None:
+        """The constructor call that made this instance, its arguments as known values, where it ran."""
+        call, scope = inst.expr, inst.scope
+        if not call or call[0] != "c" or len(call) < 4 or not isinstance(scope, Scope):
+            return None
+        return call[2], dict(call[3]), scope
+
+    def _constructor_arguments(self, inst: Value, init, depth: int) -> tuple:
+        """`__init__`'s parameters bound to what the allocation passed (`TopK(topk_group=config.topk_group)`)."""
+        allocation = self._allocation(inst)
+        if allocation is None:
+            return ()
+        args, kwargs, scope = allocation
+        params = [p for p in init.params if p not in ("self", "cls")]
+        bound = []
+        for name, arg in zip(params, args):
+            bound.append((name, (_as_value(self.const(arg, scope, depth)),)))
+        for name, arg in kwargs.items():
+            if name in params:
+                bound.append((name, (_as_value(self.const(arg, scope, depth)),)))
+        return tuple(b for b in bound if b[1][0].kind == "known")
+
+    def _field_argument(self, inst: Value, attr: str, depth: int) -> Known | None:
+        """A dataclass field's value: the keyword the allocation passed for it."""
+        allocation = self._allocation(inst)
+        if allocation is None or attr not in allocation[1]:
+            return None
+        return self.const(allocation[1][attr], allocation[2], depth)
 
     def _external_name(self, expr: Expr, scope: Scope) -> str | None:
         """`torch.version.cuda` written through any import alias, as its external dotted name."""
@@ -600,8 +639,8 @@ class PartialEvaluator:
                 return unknown(*arg.opens)
             members = [self._enum_by_value(value, v) for v in arg.values]
             return known(*members, opens=arg.opens) if all(m is not None for m in members) else unknown(*arg.opens)
-        if value.kind == "cls":
-            return known(Ref(replace(value, kind="inst")))
+        if value.kind == "cls":  # remember the allocation: its arguments give the fields and __init__'s params
+            return known(Ref(replace(value, kind="inst", expr=("c", None, tuple(args), tuple(kwargs)), scope=scope)))
         return unknown()
 
     def _args(self, args, scope: Scope, depth: int) -> list[Known]:
@@ -797,10 +836,25 @@ class PartialEvaluator:
         return self.call_function(Value("func", member.module, qualname), [], {}, depth, receiver=member)
 
 
+def _is_dataclass(summary) -> bool:
+    return any((dotted(d[1] if d and d[0] == "c" else d) or "").rpartition(".")[2] == "dataclass"
+               for d in summary.decorators)
+
+
 def _exists_probe(expr: Expr) -> bool:
     """`<path>.exists()` / `.is_file()` / `os.path.exists(...)`: a file-system probe."""
     return bool(expr) and expr[0] == "c" and bool(expr[1]) and expr[1][0] == "a" and \
         expr[1][2] in ("exists", "is_file", "isfile", "is_dir", "isdir")
+
+
+def _failed_command(test: Expr, taken: bool) -> bool:
+    """The branch where `proc.returncode == 0` is false (or `!= 0` true): the command failed, an error path."""
+    if not test or test[0] != "cmp" or len(test[2]) != 1:
+        return False
+    left, (op, right) = test[1], test[2][0]
+    if not (left and left[0] == "a" and left[2] == "returncode" and right == ("k", 0)):
+        return False
+    return (op == "Equal" and not taken) or (op == "NotEqual" and taken)
 
 
 def _registers_once(test: Expr) -> bool:

@@ -15,6 +15,7 @@ from dynacheck import model as m
 from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.summary import CallSite
+from dynacheck.static.partial import Obj, Ref
 from dynacheck.static.values import Evaluator, Scope, Value, weaker
 
 MAX_NODES = 20_000
@@ -48,6 +49,7 @@ class Node:
     others: list["Node"] = field(default_factory=list)  # other calls that reach the same node
     conditions: tuple = ()  # model.Condition: what this edge (the call into the node) depends on
     conditional: bool = False  # this edge or one above it depends on an open deployment fact
+    chained: int = 0  # calls inside the callee expression (`f(x).g()` calls f first): trace order on a line
 
 
 @dataclass
@@ -239,7 +241,7 @@ class Reacher:
         conditions = self._call_conditions + tuple(c for c in func.cond if c not in self._call_conditions)
         edge = Node(key, func, bound, node.key, call.line, func.via, weaker(confidence, func.confidence),
                     func.note or note, call.loop, conditions=conditions,
-                    conditional=node.conditional or bool(conditions))
+                    conditional=node.conditional or bool(conditions), chained=_calls_in(call.func))
         existing = result.nodes.get(key)
         if existing is not None:
             if existing.conditional and not edge.conditional:
@@ -289,29 +291,56 @@ class Reacher:
                 continue
             if result.values is not None and len(result.values) == 1:
                 only = next(iter(result.values))
-                if isinstance(only, (bool, int, float, str, type(None))):
+                if isinstance(only, (bool, int, float, str, type(None), Obj)):
                     bound.append((name, (Value("known", name=repr(only)[:40], items=(only,)),)))
+                elif isinstance(only, Ref) and only.value.kind == "inst" and only.value.expr:
+                    # an object built from known arguments (a config dataclass): one node per allocation
+                    label = f"{only.value.name}@{id(only.value.expr)}"
+                    bound.append((name, (Value("known", name=label, items=(only,)),)))
         return tuple(bound)
+
+
+def _calls_in(expr) -> int:
+    count, stack = 0, [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple) and node:
+            count += node[0] == "c"
+            stack.extend(x for x in node[1:] if isinstance(x, tuple))
+    return count
 
 
 _GUARD_NAMES: dict[int, frozenset] = {}
 
 
 def _guard_names(fn) -> frozenset:
-    """Parameters that a function's branch tests read (memoized per summary object)."""
+    """Parameters that decide branches here or below: read by a branch test (directly or through a
+    local assigned from them: `use_grouped = config.use_grouped`), or passed on to a call, where the
+    callee may branch on them (`select_experts(topk_config=...)` -> `if topk_group * n_group >= topk`)."""
     key = id(fn)
     if key not in _GUARD_NAMES:
-        names: set = set()
-        stack = [t for call in fn.calls for t, _, _ in call.guards]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, tuple):
-                if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
-                    names.add(node[1])
-                else:
-                    stack.extend(x for x in node if isinstance(x, tuple))
+        tests = [t for call in fn.calls for t, _, _ in call.guards]
+        names = _names(tests)
+        for local in list(names):
+            for value in fn.assigns.get(local, ()):
+                if value and value[0] not in ("fn", "cls"):
+                    names |= _names([value])
+        names |= _names([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
         _GUARD_NAMES[key] = frozenset(names & set(fn.params) - {"self", "cls"})
     return _GUARD_NAMES[key]
+
+
+def _names(exprs) -> set:
+    names: set = set()
+    stack = list(exprs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
+                names.add(node[1])
+            else:
+                stack.extend(x for x in node if isinstance(x, tuple))
+    return names
 
 
 def qualified(func: Value) -> str:

@@ -23,6 +23,7 @@ from dynacheck.sources.resolve import default_cache_dir, resolve_target
 from dynacheck.static.cache import SummaryCache
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.findings import FindingBuilder
+from dynacheck.static.first_break import first_break
 from dynacheck.static.index import Index
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
@@ -133,6 +134,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         problems=tuple(_display_problems(problems + _unreadable_folders(locator), locator)), stats=stats,
         tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
+        first_break=first_break(walk, findings, index, locator.display_path),
     )
 
 

@@ -18,7 +18,7 @@ from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 13  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 14  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -31,7 +31,7 @@ class CallSite:
     loop: str = ""  # the iterable of the innermost enclosing `for` ("" outside loops)
     kind: str = "call"  # call | with (an object used as a context manager)
     args: tuple[Expr, ...] = ()  # positional argument values, three levels deep (tensor-ness, constant arguments)
-    kwargs: tuple[tuple[str, Expr], ...] = ()  # keyword arguments that are names, attributes or literals
+    kwargs: tuple[tuple[str, Expr], ...] = ()  # keyword argument values, three levels deep
 
 
 @dataclass
@@ -477,7 +477,7 @@ class _ModuleWalker:
             call_line = lines[i] if lines else line
             # arguments only as deep as tensor-ness needs (three levels): cheaper than the whole tree
             args = tuple(cn.expr(a.value, ARG_DEPTH) for a in call.args if a.keyword is None and not a.star)
-            kwargs = tuple((a.keyword.value, cn.arg_expr(a.value)) for a in call.args if a.keyword is not None)
+            kwargs = tuple((a.keyword.value, cn.expr(a.value, ARG_DEPTH)) for a in call.args if a.keyword is not None)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, call_guards, loop,
                                                  args=args, kwargs=kwargs))
 

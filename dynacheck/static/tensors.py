@@ -131,7 +131,7 @@ class TensorHazards:
             return False
         if kind == "c":
             return self._call_is_tensor(expr, env, depth)
-        if kind in ("op", "cmp", "s", "it"):
+        if kind in ("op", "cmp", "s", "sl", "it"):
             return self.is_tensor(expr[1], env, depth) or (kind == "op" and self.is_tensor(expr[2], env, depth))
         if kind == "idx":
             return self.is_tensor(expr[1], env, depth)

@@ -249,8 +249,8 @@ class Evaluator(ClassModel):
 
     def call_result(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> list[Value]:
         kind = func.kind
-        if kind == "cls":
-            return [replace(func, kind="inst")]
+        if kind == "cls":  # the instance remembers where it was made: its constructor's arguments
+            return [replace(func, kind="inst", expr=call_expr, scope=scope)]
         if kind == "func":
             bound = self._bind_for_returns(func, call_expr, scope, depth)
             return self.returns(func, depth, bound) if bound else self.returns(func, depth)

@@ -42,6 +42,14 @@ Import it before the server starts (first import, or from sitecustomize.py). Fix
   39. [skeleton] custom_op at flashinfer.api_logging._log_function_inputs
 To do by hand (not applied here):
   - remove at flashinfer.autotuner.autotune: Log outside the compiled region (in the caller of the compiled module) or drop the line.
+  - remove at flashinfer.fp4_quantization.nvfp4_quantize: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.sampling_from_logits: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.sampling_from_probs: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.top_p_sampling_from_probs: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.top_k_sampling_from_probs: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.min_p_sampling_from_probs: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.top_k_top_p_sampling_from_logits: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
+  - remove at flashinfer.sampling.top_k_top_p_sampling_from_probs: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
   - remove at flashinfer.quantization.segment_packbits: Keep the value a tensor: use `torch.where`, masking or `torch.clamp` instead of a Python branch.
   - move_out at flashinfer.api_logging._get_timestamp: Take the value outside the compiled region (read it in the caller of the compiled module and pass it in): `flashinfer.api_logging._get_timestamp` changes betwee
   - move_out at flashinfer.api_logging._dump_function_inputs: Take the value outside the compiled region (read it in the caller of the compiled module and pass it in): `flashinfer.api_logging._dump_function_inputs` changes
@@ -313,6 +321,22 @@ def _takes_arguments(fn):
                for p in params)
 
 APPLIED.append('manual, not applied: remove at flashinfer.autotuner.autotune')
+
+APPLIED.append('manual, not applied: remove at flashinfer.fp4_quantization.nvfp4_quantize')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.sampling_from_logits')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.sampling_from_probs')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.top_p_sampling_from_probs')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.top_k_sampling_from_probs')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.min_p_sampling_from_probs')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.top_k_top_p_sampling_from_logits')
+
+APPLIED.append('manual, not applied: remove at flashinfer.sampling.top_k_top_p_sampling_from_probs')
 
 APPLIED.append('manual, not applied: remove at flashinfer.quantization.segment_packbits')
 

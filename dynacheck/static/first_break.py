@@ -1,0 +1,70 @@
+"""Which break Dynamo hits first in the compiled frame: a depth-first walk in trace order.
+
+Dynamo traces the entry's body statement by statement and descends into each call when it
+reaches it, evaluating a call's arguments before the call itself. Under `fullgraph=True` the first
+break it meets is the one the user sees; the others are only reached after that one is fixed.
+Only calls that hold on the deployment (no open conditions) are followed.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from dynacheck.model import Finding
+from dynacheck.static.reach import NodeKey, Walk
+
+MAX_STEPS = 50_000
+
+
+def first_break(walk: Walk, findings: Iterable[Finding], index, display) -> dict:
+    """The first fatal, unconditional site in trace order, as {function, file, line, callee, rule, gb_id}."""
+    fatal = {}
+    for finding in findings:
+        if finding.outcome.fatal_under_fullgraph and not finding.conditions and finding.status != "suppressed":
+            fatal.setdefault((finding.site.file, finding.site.line), finding)
+    if not fatal:
+        return {}
+    children: dict[NodeKey, list[tuple[int, int, NodeKey]]] = {}
+    for key, node in walk.nodes.items():
+        for edge in (node, *node.others):
+            if edge.parent is not None and not edge.conditional:
+                # `f(x).g()`: f runs before g (its callee expression holds a call)
+                children.setdefault(edge.parent, []).append((edge.call_line, edge.chained, key))
+    hits: dict[NodeKey, list[int]] = {}
+    for hit in walk.hits:
+        if not hit.conditions:
+            hits.setdefault(hit.at, []).append(hit.call.line)
+    roots = [key for key, node in walk.nodes.items() if node.parent is None]
+    seen: set[NodeKey] = set()
+    steps = 0
+
+    def visit(key: NodeKey) -> Finding | None:
+        nonlocal steps
+        if key in seen or steps > MAX_STEPS:
+            return None
+        seen.add(key)
+        summary = index.module(key.module)
+        fn = summary.functions.get(key.qualname) if summary is not None else None
+        if fn is None:
+            return None
+        path = display(summary.path)
+        lines = sorted({c.line for c in fn.calls})
+        below = sorted(children.get(key, ()), key=lambda item: item[:2])
+        for line in lines:
+            steps += 1
+            # a call's arguments run before the call: the callees on a line before the line's own hazard
+            for call_line, _, child in below:
+                if call_line == line:
+                    found = visit(child)
+                    if found is not None:
+                        return found
+            if line in hits.get(key, ()) and (path, line) in fatal:
+                return fatal[(path, line)]
+        return None
+
+    for root in roots:
+        found = visit(root)
+        if found is not None:
+            return {"function": found.site.function, "file": found.site.file, "line": found.site.line,
+                    "callee": found.site.callee, "rule": found.rule, "gb_id": found.outcome.gb_id}
+    return {}
