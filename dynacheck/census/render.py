@@ -63,7 +63,7 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
     if command:
         out += ["Made with:", "", f"    {command}", ""]
     out += ["Each cell: unconditional fatal sites on that deployment, then the GB id of the first break "
-            "the cell's first fix clears (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
+            "Dynamo meets in trace order (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
             "branch). `n/a`: the model does not take that checkpoint format. Details per cell below and in the JSON.",
             ""] + _summary_lines(data) + ["", "## What breaks most", ""]
     most = what_breaks_most(data)

@@ -52,7 +52,7 @@ def _fatal(findings: Sequence[Finding]) -> list[Finding]:
             and f.outcome.gb_id != "GB7000"]
 
 
-def first_break(findings: Sequence[Finding], plan: Sequence[PlanEntry]) -> Finding | None:
+def first_fixed(findings: Sequence[Finding], plan: Sequence[PlanEntry]) -> Finding | None:
     """The first break (program order) that the cell's first fix clears: the break to read
     beside the fix. Without a fix plan, the first fatal site."""
     fatal = _fatal(findings)
@@ -73,6 +73,17 @@ def _site(finding: Finding | None) -> dict[str, Any] | None:
                       for h in finding.chain]}
 
 
+def _trace_first(result: ScanResult) -> dict[str, Any] | None:
+    """The scan's own first break (trace order, `ScanResult.first_break`), with its chain."""
+    first = getattr(result, "first_break", None) or {}
+    if not first:
+        return None
+    finding = next((f for f in result.findings if (f.site.file, f.site.line) == (first.get("file"), first.get("line"))
+                    and f.unconditional), None)
+    record = _site(finding) if finding is not None else {}
+    return record | {k: first[k] for k in ("gb_id", "rule", "file", "line", "function", "callee") if k in first}
+
+
 def cell_record(result: ScanResult) -> dict[str, Any]:
     """What a census keeps of one scan."""
     findings = result.findings
@@ -81,8 +92,8 @@ def cell_record(result: ScanResult) -> dict[str, Any]:
     return {
         "fatal_sites": sum(1 for f in findings if f.unconditional and f.outcome.fatal_under_fullgraph),
         "conditional_sites": sum(1 for f in findings if not f.unconditional),
-        "first_break": _site(first_break(findings, plan)),
-        "first_fatal": _site(min(fatal, key=_order_key) if fatal else None),
+        "first_break": _trace_first(result),
+        "first_fixed": _site(first_fixed(findings, plan)),
         "fix": plan[0].to_dict() if plan else None,
         "breaks_by_function": sorted({f.site.function for f in findings
                                       if f.unconditional and f.outcome.fatal_under_fullgraph}),
