@@ -310,7 +310,7 @@ def _calls_in(expr) -> int:
     return count
 
 
-_GUARD_NAMES: dict[int, frozenset] = {}
+_GUARD_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
 
 
 def _guard_names(fn) -> frozenset:
@@ -318,7 +318,7 @@ def _guard_names(fn) -> frozenset:
     local assigned from them: `use_grouped = config.use_grouped`), or passed on to a call, where the
     callee may branch on them (`select_experts(topk_config=...)` -> `if topk_group * n_group >= topk`)."""
     key = id(fn)
-    if key not in _GUARD_NAMES:
+    if key not in _GUARD_NAMES or _GUARD_NAMES[key][0] is not fn:
         tests = [t for call in fn.calls for t, _, _ in call.guards]
         names = _names(tests)
         for local in list(names):
@@ -326,8 +326,8 @@ def _guard_names(fn) -> frozenset:
                 if value and value[0] not in ("fn", "cls"):
                     names |= _names([value])
         names |= _names([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
-        _GUARD_NAMES[key] = frozenset(names & set(fn.params) - {"self", "cls"})
-    return _GUARD_NAMES[key]
+        _GUARD_NAMES[key] = (fn, frozenset(names & set(fn.params) - {"self", "cls"}))
+    return _GUARD_NAMES[key][1]
 
 
 def _names(exprs) -> set:

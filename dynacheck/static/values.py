@@ -404,13 +404,13 @@ def with_conditions(value: Value, conditions: tuple) -> Value:
     return replace(value, cond=merged, confidence=weaker(value.confidence, "medium"))
 
 
-_RETURN_NAMES: dict[int, frozenset] = {}
+_RETURN_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
 
 
 def _names_in_returns(fn) -> frozenset:
     """Bare names read by a function's returns and their guards (memoized per summary object)."""
     key = id(fn)
-    if key not in _RETURN_NAMES:
+    if key not in _RETURN_NAMES or _RETURN_NAMES[key][0] is not fn:
         names: set = set()
         stack = list(fn.returns) + [t for guards in fn.return_guards for t, _, _ in guards]
         while stack:
@@ -420,8 +420,8 @@ def _names_in_returns(fn) -> frozenset:
                     names.add(node[1])
                 else:
                     stack.extend(x for x in node if isinstance(x, tuple))
-        _RETURN_NAMES[key] = frozenset(names & set(fn.params))
-    return _RETURN_NAMES[key]
+        _RETURN_NAMES[key] = (fn, frozenset(names & set(fn.params)))
+    return _RETURN_NAMES[key][1]
 
 
 _HANDLERS = {
