@@ -91,3 +91,26 @@ def test_a_failed_command_branch_is_an_error_path(scan_cache):
     result = _scan(scan_cache, gpu="sm120")
     (made,) = [f for f in result.findings if f.site.callee == "os.makedirs"]
     assert [c.kind for c in made.conditions] == ["except"] and "command failed" in made.conditions[0].text
+
+
+def test_an_early_return_on_a_set_env_var_prunes_the_probe_below(scan_cache):
+    """A guard sees the local's assignments above it, not the rebinding below (get_cuda_path)."""
+    probe = lambda r: [f for f in r.findings if f.site.function.endswith("tool_home")]  # noqa: E731
+    unset = probe(_scan(scan_cache, gpu="sm120"))
+    assert unset and not unset[0].conditions and unset[0].site.callee == "subprocess.run"
+    assert not probe(_scan(scan_cache, gpu="sm120", env={"DEPFX_HOME": "/opt/tool"}))
+    assert not probe(_scan(scan_cache, gpu="sm120", env={"DEPFX_PATH": "/opt/tool"}))
+
+
+def test_the_traced_batch_decides_mode_and_length_branches(scan_cache):
+    """The runner traces an EXTEND batch of at most max_tokens: the ragged path past the short-batch
+    return is taken only when a longer batch can be traced, and then as a runtime condition."""
+    ragged = lambda r: [f for f in r.findings if f.site.callee == "subprocess.run"  # noqa: E731
+                        and f.site.function.endswith("attend")]
+    decode = lambda r: [f for f in r.findings if f.site.function.endswith("decode_only")]  # noqa: E731
+    short = _scan(scan_cache, gpu="sm120")
+    assert not ragged(short) and not decode(short)
+    long = _scan(scan_cache, gpu="sm120", server_args="--max-tokens 8192")
+    (site,) = ragged(long)
+    assert [c.kind for c in site.conditions] == ["runtime"] and "8192" in site.conditions[0].text
+    assert decode(_scan(scan_cache))  # no deployment: the batch is unknown, nothing pruned

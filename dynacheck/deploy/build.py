@@ -104,11 +104,16 @@ def build_deployment(spec: DeploymentSpec, locator) -> Deployment:
     deployment.accessors = dict(facts.get("accessors", {}))
     deployment.object_types = dict(facts.get("object_types", {}))
     deployment.runtime = dict(facts.get("runtime", {}))
+    deployment.traced_batch = dict(facts.get("traced_batch", {}))
     arguments = " ".join(a for a in (given.get("server_args", ""), spec.server_args or "") if a)
     server_file = _framework_file(locator, facts.get("server_args_file", ""))
     if server_file is not None:
         schema = read_schema(server_file)
         deployment.server_args, deployment.server_args_given = apply_arguments(schema, arguments)
+        for name, value in preset.get("server_args_derived", {}).items():
+            if deployment.server_args.get(name) is None:  # what __post_init__ sets when the flag is not given
+                deployment.server_args[name] = value
+                deployment.derived[name] = value
     elif spec.server_args:
         raise UserError("--server-args needs an SGLang target to read ServerArgs from.",
                         "Add --target sglang==0.5.9 (or the version you run).")

@@ -36,6 +36,8 @@ class Deployment:
     model_config: dict[str, Any] = field(default_factory=dict)  # the HF config.json values
     quantization: str = ""  # SGLang's quantization method name, e.g. modelopt_fp4
     runtime: dict[str, Any] = field(default_factory=dict)  # module.global -> value while the runner compiles
+    traced_batch: dict[str, Any] = field(default_factory=dict)  # field -> fact about the batch it traces with
+    derived: dict[str, Any] = field(default_factory=dict)  # server-args fields set after parsing (preset-declared)
     accessors: dict[str, str] = field(default_factory=dict)  # module.function -> "server_args" | "model_config"
     object_types: dict[str, str] = field(default_factory=dict)  # class name -> "server_args" | "model_config"
     type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
@@ -109,4 +111,6 @@ class Deployment:
             out["model_config"] = {k: self.model_config[k] for k in keys if k in self.model_config}
         if self.runtime:
             out["runtime"] = dict(self.runtime)
+        if self.derived:
+            out["derived_server_args"] = dict(self.derived)
         return out

@@ -60,6 +60,20 @@ class Member:
 
 
 @dataclass(frozen=True)
+class AtMost:
+    """A runtime integer known only by its bound, 1..limit: the traced batch's token count."""
+
+    limit: int
+
+
+@dataclass(frozen=True)
+class BoundedTensor:
+    """A runtime tensor known only by a bound on its values (the traced batch's `seq_lens_cpu`)."""
+
+    limit: int
+
+
+@dataclass(frozen=True)
 class Partial:
     func: Value
     kwargs: tuple
@@ -112,6 +126,7 @@ class PartialEvaluator:
         self._memo: dict[tuple, Known] = {}
         self._active: set = set()
         self._cuts = 0  # recursion cut-offs so far: a result computed across one is not memoized
+        self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)
 
     # ----- tests -------------------------------------------------------------------------------
 
@@ -126,7 +141,11 @@ class PartialEvaluator:
         """(reachable, conditions) for a call under `guards`: False when a guard is decided against it."""
         conditions: list[Condition] = []
         for test, taken, line in guards:
-            value, opens = self.truth(test, scope)
+            self._flow = (id(scope), line)
+            try:
+                value, opens = self.truth(test, scope)
+            finally:
+                self._flow = None
             if value is not None:
                 if value != taken:
                     return False, ()
@@ -134,6 +153,9 @@ class PartialEvaluator:
             family = [o for o in opens if o.kind in FAMILY_KINDS or o.kind == "except"]
             if family:
                 text = f"{'' if taken else 'not '}{render_test(test)}"
+                sized = next((o.text for o in family if o.text.startswith("a traced batch")), "")
+                if sized:  # `not skip` says little: say what decides it
+                    text = f"{text} ({sized})"
                 kinds = sorted({o.kind for o in family})
                 conditions.append(Condition(text, scope.module.path, line, kinds[0]))
             elif taken and self._builds_once(test, scope):
@@ -171,6 +193,8 @@ class PartialEvaluator:
             return None
         truths = set()
         for value in result.values:
+            if isinstance(value, (AtMost, BoundedTensor)):
+                return None
             if isinstance(value, (Ref, Obj, Member, Partial)):
                 truths.add(True)
             else:
@@ -209,18 +233,25 @@ class PartialEvaluator:
         return known(not value, opens=inner.opens) if value is not None else unknown(*inner.opens)
 
     def _andor(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        """Python's value, not only its truth: `a or b` is the first truthy operand, else the last
+        (`home = env("A") or env("B"); if home is not None:` needs the None)."""
         is_and = expr[0] == "and"
         opens: list = []
         undecided = False
+        result = NOTHING
         for part in expr[1]:
             result = self.const(part, scope, depth)
             value = self._bool(result)
             opens.extend(result.opens)
             if value is None:
                 undecided = True
-            elif value is not is_and:  # False in an `and`, True in an `or`: decided
-                return known(value, opens=tuple(opens))
-        return unknown(*opens) if undecided else known(is_and, opens=tuple(opens))
+            elif value is not is_and:  # False in an `and`, True in an `or`: this operand is the value
+                if undecided:
+                    return known(value, opens=tuple(opens))  # its truth is known, its value is not
+                return Known(result.values, tuple(opens[:6]))
+        if undecided:
+            return unknown(*opens)
+        return Known(result.values, tuple(opens[:6])) if expr[1] else known(is_and)
 
     def _either(self, expr: Expr, scope: Scope, depth: int) -> Known:
         if len(expr) > 3:
@@ -247,6 +278,10 @@ class PartialEvaluator:
                     for b in right.values:
                         out = _compare(op, a, b)
                         if out is None:
+                            bound = next((x for x in (a, b) if isinstance(x, AtMost)), None)
+                            if bound is not None:  # the traced batch's size decides it
+                                opens.append(Condition(f"a traced batch of more than {render_test(right_expr)} "
+                                                       f"(up to {bound.limit}) tokens", "", 0, "runtime"))
                             return unknown(*opens)
                         outs.add(out)
                 result = known(*outs)
@@ -329,7 +364,7 @@ class PartialEvaluator:
                 self._active.add(key)
                 try:
                     return merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
-                                  for e in fn.assigns[name]])
+                                  for e in self._reaching(fn, name, current)])
                 finally:
                     self._active.discard(key)
             if name in fn.params:
@@ -340,6 +375,48 @@ class PartialEvaluator:
                 return self.imported(fn.local_imports[name], depth)
             current = current.parent
         return self.global_(scope.module.module, name, depth)
+
+    def _reaching(self, fn, name: str, scope: Scope) -> list:
+        """The assignments of a local a guard can see: in the guard's own function, those written
+        above the guard (`x = env or None; if x is not None: return x` then `x = probe()` below),
+        from the last one that surely runs when the first does (outside loops, its own guards
+        decided true here):
+        `skip = False; if batch.is_extend(): skip = n <= k` leaves only `n <= k`. Elsewhere all of
+        them. Line 0 (a loop or `with` target) is kept: its place is not recorded."""
+        values = fn.assigns[name]
+        lines = fn.assign_lines.get(name, ())
+        if self._flow is None or self._flow[0] != id(scope) or len(lines) != len(values):
+            return values
+        at = self._flow[1]
+        before = [i for i, line in enumerate(lines) if line < at]
+        if not before:
+            return values
+        guards = fn.assign_guards.get(name, ())
+        if len(guards) == len(values):
+            shared = set(guards[before[0]][0])  # tests both sit under (an early return above both)
+            for i in reversed(before):
+                if i == before[0]:
+                    break
+                assign_guards, in_loop = guards[i]
+                extra = tuple(g for g in assign_guards if g not in shared)
+                if lines[i] and not in_loop and self._surely(extra, scope):
+                    before = before[before.index(i):]
+                    break
+        self._flow = (id(scope), at)  # a nested guard evaluation may have cleared it
+        return [values[i] for i in before]
+
+    def _surely(self, guards: tuple, scope: Scope) -> bool:
+        """Whether every guard is decided the way the code under it needs, on this deployment."""
+        saved = self._flow
+        try:
+            for test, taken, line in guards:
+                self._flow = (id(scope), line)
+                value, _ = self.truth(test, scope)
+                if value is None or value != taken:
+                    return False
+            return True
+        finally:
+            self._flow = saved
 
     def _param(self, name: str, fn, scope: Scope, depth: int) -> Known:
         """A parameter the call did not bind: a deployment object when its annotation says so."""
@@ -358,7 +435,33 @@ class PartialEvaluator:
         if kind == "model_config" and self.dep.model_config:
             fields = tuple(sorted(((k, _freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
             return Obj(kind, fields)
+        if kind == "traced_batch" and self.dep.traced_batch:
+            return self._traced_batch()
         return None
+
+    def _traced_batch(self) -> Obj | None:
+        """The batch the compiling runner traces with: Enum members by `module:Class.MEMBER`, tensors
+        bounded by a server-args field (`{at_most = "piecewise_cuda_graph_max_tokens"}`)."""
+        key = ("traced_batch",)
+        if key in self._memo:
+            return self._memo[key].values and next(iter(self._memo[key].values))
+        fields = []
+        for name, fact in sorted(self.dep.traced_batch.items()):
+            if isinstance(fact, str) and ":" in fact:
+                module, _, dotted_member = fact.partition(":")
+                cls_name, _, member_name = dotted_member.rpartition(".")
+                member = self._enum_member(Value("cls", module, cls_name), member_name) if cls_name else None
+                if member is not None:
+                    fields.append((name, member))
+            elif isinstance(fact, dict) and "at_most" in fact:
+                limit = self.dep.server_args.get(str(fact["at_most"]))
+                if isinstance(limit, int) and not isinstance(limit, bool):
+                    fields.append((name, BoundedTensor(limit)))
+            elif isinstance(fact, (bool, int, float, str)):
+                fields.append((name, fact))
+        obj = Obj("traced_batch", tuple(fields))
+        self._memo[key] = known(obj)
+        return obj
 
     def global_(self, module: str, name: str, depth: int) -> Known:
         fact = self.dep.runtime.get(f"{module}.{name}", FACT_UNKNOWN)
@@ -482,8 +585,10 @@ class PartialEvaluator:
         if isinstance(value, Obj):
             got = value.get(attr)
             if got is FACT_UNKNOWN:
-                kind = "flag" if value.kind == "server_args" else "config"
-                return unknown(Condition(f"{'server_args' if kind == 'flag' else 'config'}.{attr}", "", 0, kind))
+                if value.kind == "traced_batch":
+                    return unknown()  # a runtime value of the batch, as before the batch had facts
+                kind, label = _OBJECT_FAMILY.get(value.kind, ("config", "config"))
+                return unknown(Condition(f"{label}.{attr}", "", 0, kind))
             return known(_freeze(got))
         if isinstance(value, Member):
             if attr == "value":
@@ -866,7 +971,29 @@ def _registers_once(test: Expr) -> bool:
     return bool(container) and container[0] in ("a", "n")
 
 
+_MIRROR = {"LessThan": "GreaterThan", "GreaterThan": "LessThan", "LessThanEqual": "GreaterThanEqual",
+           "GreaterThanEqual": "LessThanEqual", "Equal": "Equal", "NotEqual": "NotEqual"}
+
+
+def _bounded_compare(op: str, a: AtMost, b: Any) -> bool | None:
+    """`n <= 2048` for n in 1..limit: decided only when the whole range agrees."""
+    if isinstance(b, bool) or not isinstance(b, (int, float)):
+        return None
+    lo, hi = 1, a.limit
+    table = {"LessThanEqual": (hi <= b, lo > b), "LessThan": (hi < b, lo >= b),
+             "GreaterThan": (lo > b, hi <= b), "GreaterThanEqual": (lo >= b, hi < b),
+             "Equal": (lo == hi == b, not lo <= b <= hi), "NotEqual": (not lo <= b <= hi, lo == hi == b)}
+    always, never = table.get(op, (False, False))
+    return True if always else False if never else None
+
+
 def _compare(op: str, a: Any, b: Any) -> bool | None:
+    if isinstance(a, AtMost):
+        return _bounded_compare(op, a, b)
+    if isinstance(b, AtMost):
+        return _bounded_compare(_MIRROR[op], b, a) if op in _MIRROR else None
+    if isinstance(a, BoundedTensor) or isinstance(b, BoundedTensor):
+        return (op == "IsNot") if op in ("Is", "IsNot") and (a is None or b is None) else None
     try:
         if op == "Equal":
             return a == b
@@ -896,6 +1023,8 @@ def _compare(op: str, a: Any, b: Any) -> bool | None:
 
 
 def _arith(op: str, a: Any, b: Any) -> Any:
+    if isinstance(a, AtMost) or isinstance(b, AtMost):
+        return _bounded_arith(op, a, b)
     if not all(isinstance(x, (int, float, str, tuple)) and not isinstance(x, bool) or isinstance(x, bool)
                for x in (a, b)):
         return FACT_UNKNOWN
@@ -904,6 +1033,21 @@ def _arith(op: str, a: Any, b: Any) -> Any:
                 "FloorDivide": lambda: a // b, "Modulo": lambda: a % b}[op]()
     except Exception:  # noqa: BLE001 - unknown operator or a failing operation
         return FACT_UNKNOWN
+
+
+def _bounded_arith(op: str, a: Any, b: Any) -> Any:
+    """Sums and products of bounded counts stay bounded (all values are at least 1)."""
+    limits = [x.limit if isinstance(x, AtMost) else x for x in (a, b)]
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in limits):
+        return FACT_UNKNOWN
+    if op == "Multiply":
+        return AtMost(limits[0] * limits[1])
+    if op == "Add":
+        return AtMost(limits[0] + limits[1])
+    return FACT_UNKNOWN
+
+
+_OBJECT_FAMILY = {"server_args": ("flag", "server_args"), "model_config": ("config", "config")}
 
 
 def _freeze(value: Any) -> Any:
@@ -959,6 +1103,10 @@ def _method_call(self: PartialEvaluator, expr: Expr, scope: Scope, depth: int) -
         base = self.const(func_expr[1], scope, depth)
         if base.values is not None and base.values and all(isinstance(v, Member) for v in base.values):
             return merge([self.method_of_member(v, func_expr[2], depth) for v in base.values])
+        if base.values and all(isinstance(v, BoundedTensor) for v in base.values) and \
+                func_expr[2] in ("max", "min", "item"):
+            make = AtMost if func_expr[2] == "item" else BoundedTensor
+            return known(*(make(v.limit) for v in base.values), opens=base.opens)
         if base.values is not None and None in base.values and len(base.values) > 1:
             rest = Known(frozenset(v for v in base.values if v is not None), base.opens)
             if all(isinstance(v, Member) for v in rest.values):

@@ -230,7 +230,15 @@ class Reacher:
         if kind == dynamo.WRAPPER:
             for wrapper, bound in effect.wrappers:
                 self._push(node, call, wrapper, confidence, result, queue, bound=bound, note=note)
+            if all(self._calls_wrapped(wrapper, bound) for wrapper, bound in effect.wrappers):
+                return  # the body is reached through the wrapper's own call, under its guards (a dict cache)
         self._push(node, call, func, confidence, result, queue, note=note)
+
+    def _calls_wrapped(self, wrapper: Value, bound: tuple) -> bool:
+        """Whether the wrapper calls the function it wraps by the decorator's parameter name."""
+        fn = self.ev.index.function(wrapper.module, wrapper.name)
+        names = {name for name, _ in bound}
+        return fn is not None and any(c.func and c.func[0] == "n" and c.func[1] in names for c in fn.calls)
 
     def _push(self, node: Node, call: CallSite, func: Value, confidence: str, result: Walk, queue: deque,
               bound: tuple = (), mode: str | None = None, note: str = "") -> None:

@@ -18,7 +18,7 @@ from dynacheck.static import value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 14  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 16  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -45,6 +45,8 @@ class FunctionSummary:
     decorators: tuple[Expr, ...] = ()
     calls: list[CallSite] = field(default_factory=list)
     assigns: dict[str, list[Expr]] = field(default_factory=dict)  # local name -> values
+    assign_lines: dict[str, list[int]] = field(default_factory=dict)  # in step with assigns (0: unknown)
+    assign_guards: dict[str, list[tuple]] = field(default_factory=dict)  # in step: (guards, in a loop)
     self_assigns: dict[str, list[Expr]] = field(default_factory=dict)  # self.x = value
     annotations: dict[str, Expr] = field(default_factory=dict)  # self.x: T / local: T
     local_imports: dict[str, str] = field(default_factory=dict)  # name -> dotted target
@@ -187,6 +189,7 @@ class _ModuleWalker:
     def __init__(self, summary: ModuleSummary) -> None:
         self.s = summary
         self._guards: tuple = ()
+        self._loop = ""
         self.package = summary.module if summary.is_package else summary.module.rpartition(".")[0]
 
     # ----- statements -------------------------------------------------------------------------
@@ -207,7 +210,8 @@ class _ModuleWalker:
 
     def walk_stmt(self, stmt, node, line, scope, guards, loop, conditional, prefix) -> None:
         walk = self.walk_block
-        self._guards = guards  # module-level bindings remember the tests they sit under
+        self._guards = guards  # bindings (module-level and local) remember the tests they sit under
+        self._loop = loop
         if isinstance(stmt, cst.FunctionDef):
             self.define_function(stmt, node, line, scope, conditional, prefix)
         elif isinstance(stmt, cst.ClassDef):
@@ -364,6 +368,8 @@ class _ModuleWalker:
         if scope.function is not None:
             scope.function.nested.append(qualname)
             scope.function.assigns.setdefault(name, []).append(("fn", qualname))
+            scope.function.assign_lines.setdefault(name, []).append(def_line)
+            scope.function.assign_guards.setdefault(name, []).append((self._guards, bool(self._loop)))
         elif scope.cls is not None:
             scope.cls.methods.setdefault(name, qualname)
         else:
@@ -381,6 +387,8 @@ class _ModuleWalker:
         self.s.classes.setdefault(qualname, summary)
         if scope.function is not None:
             scope.function.assigns.setdefault(name, []).append(("cls", qualname))
+            scope.function.assign_lines.setdefault(name, []).append(def_line)
+            scope.function.assign_guards.setdefault(name, []).append((self._guards, bool(self._loop)))
             scope.function.value_uses.append(("class", def_line, ("n", name), None, False))
         elif scope.cls is None:
             self.s.bindings.setdefault(name, []).append(
@@ -404,6 +412,8 @@ class _ModuleWalker:
                     Binding("global", (scope.function.qualname, value), line, True))
             elif scope.function is not None:
                 scope.function.assigns.setdefault(name, []).append(value)
+                scope.function.assign_lines.setdefault(name, []).append(line)
+                scope.function.assign_guards.setdefault(name, []).append((self._guards, bool(self._loop)))
             elif scope.cls is not None:
                 scope.cls.attrs.setdefault(name, []).append(value)
             else:
