@@ -19,6 +19,7 @@ CONFIDENCES = ("low", "medium", "high")
 VIA_ENTRY = "entry"
 VIA_IMPORT = "import"
 VIA_LOCAL = "local definition"
+VIA_MODULE = "same module"
 VIA_SELF = "self method"
 VIA_SUPER = "super()"
 VIA_ATTR_TYPE = "attribute type"

@@ -114,3 +114,10 @@ def test_the_traced_batch_decides_mode_and_length_branches(scan_cache):
     (site,) = ragged(long)
     assert [c.kind for c in site.conditions] == ["runtime"] and "8192" in site.conditions[0].text
     assert decode(_scan(scan_cache))  # no deployment: the batch is unknown, nothing pruned
+
+
+def test_a_dict_cache_decorator_runs_the_body_on_the_first_call_only(scan_cache):
+    """Dynamo traces the wrapper and reads its dict: warm, the body is not called (unlike functools.cache)."""
+    (jit,) = [f for f in _scan(scan_cache, gpu="sm120").findings if f.site.function.endswith("jit_module")]
+    assert [c.kind for c in jit.conditions] == ["first_call"]
+    assert [h.function.rpartition(".")[2] for h in jit.chain][-2:] == ["wrapper", "jit_module"]

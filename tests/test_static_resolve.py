@@ -182,3 +182,9 @@ def test_a_clock_is_moved_out_not_frozen_at_load(forward):
     kinds = [f.kind for f in finding.fixes]
     assert "hoist" not in kinds and "move_out" in kinds
     assert "would change what it returns" in next(f for f in finding.fixes if f.kind == "move_out").summary
+
+
+def test_a_call_within_one_module_is_not_labelled_an_import(scan_cache):
+    result = scan_roots([ROOT], ["resfx.model:SameModule.forward"], cache_dir=scan_cache)
+    finding = _one(result, "resfx.model.same_module_helper", "os.system")
+    assert _hops(finding) == [("forward", m.VIA_ENTRY), ("same_module_helper", m.VIA_MODULE)]

@@ -9,6 +9,7 @@ from dynacheck.model import (
     VIA_ATTR_TYPE,
     VIA_ENTRY,
     VIA_IMPORT,
+    VIA_MODULE,
     VIA_MODULE_CALL,
     Finding,
     Fix,
@@ -24,10 +25,10 @@ _CHAIN = (
     ("sglang.srt.layers.quantization.modelopt_quant.ModelOptFp4LinearMethod.apply",
      "sglang/srt/layers/quantization/modelopt_quant.py", VIA_ATTR_TYPE),
     ("flashinfer.fp4_quantization.fp4_quantize", "flashinfer/fp4_quantization.py", VIA_IMPORT),
-    ("flashinfer.fp4_quantization.get_fp4_quantization_module", "flashinfer/fp4_quantization.py", VIA_IMPORT),
-    ("flashinfer.fp4_quantization.gen_fp4_quantization_module", "flashinfer/fp4_quantization.py", VIA_IMPORT),
+    ("flashinfer.fp4_quantization.get_fp4_quantization_module", "flashinfer/fp4_quantization.py", VIA_MODULE),
+    ("flashinfer.fp4_quantization.gen_fp4_quantization_module", "flashinfer/fp4_quantization.py", VIA_MODULE),
     ("flashinfer.jit.cpp_ext.is_cuda_version_at_least", "flashinfer/jit/cpp_ext.py", VIA_IMPORT),
-    ("flashinfer.jit.cpp_ext.get_cuda_version", "flashinfer/jit/cpp_ext.py", VIA_IMPORT),
+    ("flashinfer.jit.cpp_ext.get_cuda_version", "flashinfer/jit/cpp_ext.py", VIA_MODULE),
 )
 
 

@@ -87,7 +87,7 @@ class ClassModel:
             if not decided and (annotations and len(known) < len(values) or (annotations and not values)):
                 for annotation, scope in annotations:
                     known.extend(self._annotated(annotation, scope, depth, hierarchy=True))
-            result = tuple(dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL)
+            result = tuple(dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL, m.VIA_MODULE)
                                     else v for v in known], limit=MAX_HIERARCHY))
         finally:
             self._active.discard(key)

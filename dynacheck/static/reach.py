@@ -228,10 +228,14 @@ class Reacher:
             self._push(node, call, func, confidence, result, queue, mode=inner_mode, note=note)
             return
         if kind == dynamo.WRAPPER:
+            inside = any((node.key.module, node.key.qualname) == (w.module, w.name) for w, _ in effect.wrappers)
+            if inside:  # the wrapper's own call of the function it wraps: the body, under the wrapper's guards
+                self._push(node, call, func, confidence, result, queue, note=note)
+                return
             for wrapper, bound in effect.wrappers:
                 self._push(node, call, wrapper, confidence, result, queue, bound=bound, note=note)
             if all(self._calls_wrapped(wrapper, bound) for wrapper, bound in effect.wrappers):
-                return  # the body is reached through the wrapper's own call, under its guards (a dict cache)
+                return  # the body is reached through the wrapper's own call (a dict cache's `if key not in`)
         self._push(node, call, func, confidence, result, queue, note=note)
 
     def _calls_wrapped(self, wrapper: Value, bound: tuple) -> bool:

@@ -117,7 +117,9 @@ class Evaluator(ClassModel):
                     return self._pinned_param(fn.param_types[name], current, depth)
                 return [UNKNOWN]
             current = current.parent
-        return self.global_value(scope.module.module, name, depth)
+        module = scope.module.module
+        return [replace(v, via=m.VIA_MODULE) if v.via == m.VIA_IMPORT and v.module == module
+                and v.kind in ("func", "cls") else v for v in self.global_value(module, name, depth)]
 
     def _pinned_param(self, annotation: Expr, scope: Scope, depth: int) -> list[Value]:
         """A parameter annotated with a class the deployment pins (`quant_config: QuantizationConfig`)."""
