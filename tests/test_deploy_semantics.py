@@ -121,3 +121,11 @@ def test_a_dict_cache_decorator_runs_the_body_on_the_first_call_only(scan_cache)
     (jit,) = [f for f in _scan(scan_cache, gpu="sm120").findings if f.site.function.endswith("jit_module")]
     assert [c.kind for c in jit.conditions] == ["first_call"]
     assert [h.function.rpartition(".")[2] for h in jit.chain][-2:] == ["wrapper", "jit_module"]
+
+
+def test_condition_texts_say_what_they_wait_for():
+    from dynacheck.static.partial import render_test
+
+    assert render_test(("exc", 12)) == "an exception was raised (except path)"
+    assert render_test(("cmp", ("op", ("n", "a"), ("n", "b"), "Multiply"), (("GreaterThanEqual", ("n", "k")),))) \
+        == "a * b >= k"

@@ -26,3 +26,21 @@ def test_chains_to_one_site_make_one_row():
     added = next(r for r in rows if r.startswith("| 🆕"))
     assert "cpp_ext.py:69" in added and added.rstrip().endswith("3 |")
     assert "**3 added, 1 removed, 0 changed**" in text
+
+
+def test_a_conditional_finding_says_what_it_needs_in_the_diff():
+    """A site that becomes conditional between releases is `changed`, and its row says what it needs."""
+    import dataclasses
+
+    from dynacheck.gate.diff import compare_findings
+    from dynacheck.model import Condition
+
+    before = _finding(69, "linear")
+    first_call = Condition("first call only: key not in result_map", "sglang/jit_kernel/utils.py", 27, "first_call")
+    after = dataclasses.replace(before, conditions=(first_call,))
+    diff = compare_findings([before], [after]).diff
+    assert [f.fingerprint for f in diff.changed] == [before.fingerprint] and not diff.unchanged
+    assert "was error, GB0007, on the deployment" in diff.changed[0].note
+    (row,) = [line for line in render(diff, "markdown").splitlines() if line.startswith("| ✏️")]
+    assert "only if first call only: key not in result_map (sglang/jit_kernel/utils.py:27)" in row
+    assert "only if" not in render(compare_findings([], [before]).diff, "markdown")

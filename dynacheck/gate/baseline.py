@@ -18,7 +18,7 @@ from dynacheck.errors import UserError
 from dynacheck.readers import load_json_file
 from dynacheck.gate.fingerprint import assign_fingerprints, fingerprint as compute_fingerprint
 from dynacheck.gate.suppress import SUPPRESSED
-from dynacheck.model import Diff, Finding, Hop, Outcome, ScanResult, Site
+from dynacheck.model import Condition, Diff, Finding, Hop, Outcome, ScanResult, Site
 
 BASELINE_SCHEMA_VERSION = "1"
 
@@ -64,7 +64,8 @@ def finding_record(finding: Finding) -> dict[str, Any]:
         "gb_id": finding.outcome.gb_id,
         "fatal_under_fullgraph": finding.outcome.fatal_under_fullgraph,
         "chain": [hop.function for hop in finding.chain],
-    }
+    } | ({"conditions": [{"text": c.text, "kind": c.kind} for c in finding.conditions]}
+         if finding.conditions else {})
 
 
 def dumps(baseline: Baseline) -> str:
@@ -141,6 +142,10 @@ def _record_problem(record: Any) -> str:
     chain = record.get("chain", [])
     if not isinstance(chain, list) or not all(isinstance(c, str) for c in chain):
         return "chain is not a list of strings"
+    conditions = record.get("conditions", [])
+    if not isinstance(conditions, list) or not all(
+            isinstance(c, dict) and all(isinstance(v, str) for v in c.values()) for c in conditions):
+        return "conditions is not a list of {text, kind}"
     if not isinstance(record.get("fatal_under_fullgraph", False), bool):
         return "fatal_under_fullgraph is not true or false"
     return ""
@@ -160,6 +165,7 @@ def finding_from_record(record: dict[str, Any]) -> Finding:
             fatal_under_fullgraph=bool(record.get("fatal_under_fullgraph", False)),
         ),
         fingerprint=record["fingerprint"],
+        conditions=tuple(Condition(c.get("text", ""), "", 0, c.get("kind", "")) for c in record.get("conditions", ())),
     )
 
 

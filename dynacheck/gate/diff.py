@@ -101,6 +101,8 @@ def _noted(finding: Finding, old: Finding, *, rerouted: bool) -> Finding:
     parts = []
     if _verdict(old) != _verdict(finding):
         was = ", ".join(p for p in (old.severity, old.outcome.gb_id or old.outcome.kind) if p)
+        if old.unconditional != finding.unconditional:
+            was += ", conditional" if not old.unconditional else ", on the deployment"
         parts.append(f"was {was}")
     if rerouted:
         parts.append("same site, reached along another chain (was via " + " → ".join(h.function for h in old.chain) + ")")
@@ -119,8 +121,9 @@ def _site_key(finding: Finding) -> tuple[str, str, str]:
     return (finding.rule, finding.site.function, finding.site.callee)
 
 
-def _verdict(finding: Finding) -> tuple[str, str, str]:
-    return (finding.severity, finding.outcome.kind, finding.outcome.gb_id)
+def _verdict(finding: Finding) -> tuple[str, str, str, bool]:
+    """What a reader acts on: severity, outcome, and whether it holds on the deployment."""
+    return (finding.severity, finding.outcome.kind, finding.outcome.gb_id, finding.unconditional)
 
 
 def _ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:

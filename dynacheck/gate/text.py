@@ -35,6 +35,8 @@ def render_terminal(diff: Diff, *, title: str = "dynacheck", show_unchanged: boo
             lines.append(f"{label:<10} {one_line(finding)}")
             if label in ("ADDED", "CHANGED", "REMOVED") and finding.chain:
                 lines.append(f"{'':<10}   via {chain_text(finding)}")
+            if finding.conditions:
+                lines.append(f"{'':<10}   only if: {finding.conditions[0].text}")
             if label in ("SUPPRESSED", "CHANGED") and finding.note:
                 lines.append(f"{'':<10}   {'reason' if label == 'SUPPRESSED' else 'note'}: {finding.note}")
     hidden = len(diff.unchanged) - _MAX_UNCHANGED

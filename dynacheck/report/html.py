@@ -266,6 +266,6 @@ def _diff(diff: Diff) -> dict[str, Any]:
         "groups": [(name, view.sorted_findings(getattr(diff, name)))
                    for name in ("added", "changed", "removed", "suppressed")],
         "unchanged": len(diff.unchanged),
-        "label": view.finding_outcome_label,
+        "label": view.diff_outcome_label,
         "site": view.site_label,
     }

@@ -86,7 +86,7 @@ def _diff(diff: Diff) -> str:
     if rows:
         out += ["| | Rule | Site | Calls | Dynamo | Fix | Chains |", "|---|---|---|---|---|---|---|"]
         for change, group in rows[:MAX_DIFF_ROWS]:
-            out.append(f"| {change} | " + _cells(group.lead, with_status=False) + f" {len(group.findings)} |")
+            out.append(f"| {change} | " + _cells(group.lead, with_status=False, diff=True) + f" {len(group.findings)} |")
         if len(rows) > MAX_DIFF_ROWS:
             out.append(f"\n…and {len(rows) - MAX_DIFF_ROWS} more sites (see the JSON or HTML diff).")
     return "\n".join(out).rstrip() + "\n"
@@ -97,14 +97,14 @@ def _row(finding: Finding, status: str) -> str:
     return f"| {mark} | " + _cells(finding, status=status)
 
 
-def _cells(finding: Finding, *, status: str = "", with_status: bool = True) -> str:
+def _cells(finding: Finding, *, status: str = "", with_status: bool = True, diff: bool = False) -> str:
     fixes = [f for f in view.ordered_fixes(finding.fixes) if f.sound]
     fix = f"{_text(fixes[0].kind)} at `{_code(fixes[0].at)}`" if fixes else "—"
     cells = [
         f"{finding.rule}",
         f"`{_code(finding.site.file)}:{finding.site.line}` `{_code(finding.site.function)}`",
         f"`{_code(finding.site.callee)}`",
-        _text(view.finding_outcome_label(finding)),
+        _text(view.diff_outcome_label(finding) if diff else view.finding_outcome_label(finding)),
     ]
     if with_status:
         cells.append(status.replace("_", " "))

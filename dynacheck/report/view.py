@@ -88,6 +88,16 @@ def finding_outcome_label(finding: Finding) -> str:
     return outcome_label(o.kind, o.gb_id, o.fatal_under_fullgraph)
 
 
+def diff_outcome_label(finding: Finding) -> str:
+    """The outcome, and for a finding that needs another flag, env value or first call: what it needs
+    (a diff between releases shows both kinds; only the first counts in its exit code)."""
+    label = finding_outcome_label(finding)
+    if finding.conditions:
+        more = f" (+{len(finding.conditions) - 1} more)" if len(finding.conditions) > 1 else ""
+        label += f"; only if {condition_label(finding.conditions[0])}{more}"
+    return label
+
+
 def site_label(site: Site) -> str:
     return f"{site.file}:{site.line} {site.function}"
 

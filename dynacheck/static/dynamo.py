@@ -182,7 +182,12 @@ class Boundaries:
         if scope is None or scope.function is None:
             return []
         out: list[Value] = []
-        for expr in scope.function.returns:
+        fn = scope.function
+        for i, expr in enumerate(fn.returns):
+            if i < len(fn.return_guards) and fn.return_guards[i] and self.ev.partial.dep.given:
+                reachable, _ = self.ev.partial.guards(fn.return_guards[i], scope)
+                if not reachable:  # `if LOG_LEVEL == 0: return func` decided by the deployment
+                    continue
             out.extend(self.ev.eval(expr, scope))
             if expr[0] == "c":  # return decorator(func): what the inner decorator returns for the target
                 for inner in self.ev.eval(expr[1], scope):

@@ -152,7 +152,7 @@ class PartialEvaluator:
                 continue
             family = [o for o in opens if o.kind in FAMILY_KINDS or o.kind == "except"]
             if family:
-                text = f"{'' if taken else 'not '}{render_test(test)}"
+                text = render_test(test) if test[0] == "exc" else f"{'' if taken else 'not '}{render_test(test)}"
                 sized = next((o.text for o in family if o.text.startswith("a traced batch")), "")
                 if sized:  # `not skip` says little: say what decides it
                     text = f"{text} ({sized})"
@@ -1076,6 +1076,8 @@ def _as_value(result: Known) -> Value:
 def render_test(test: Expr) -> str:
     """A branch test as readable text for a condition."""
     kind = test[0] if test else "?"
+    if kind == "exc":
+        return "an exception was raised (except path)"
     if kind == "cmp":
         ops = {"Equal": "==", "NotEqual": "!=", "Is": "is", "IsNot": "is not", "In": "in", "NotIn": "not in",
                "LessThan": "<", "GreaterThan": ">", "LessThanEqual": "<=", "GreaterThanEqual": ">="}
@@ -1092,7 +1094,9 @@ def render_test(test: Expr) -> str:
     if kind == "c":
         return f"{render(test[1])}()"
     if kind == "op":
-        return f"{render_test(test[1])} ? {render_test(test[2])}"
+        symbol = {"Add": "+", "Subtract": "-", "Multiply": "*", "Divide": "/", "FloorDivide": "//",
+                  "Modulo": "%", "BitAnd": "&", "BitOr": "|"}.get(test[3] if len(test) > 3 else "", "?")
+        return f"{render_test(test[1])} {symbol} {render_test(test[2])}"
     return render(test)
 
 
