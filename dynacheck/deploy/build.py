@@ -72,7 +72,7 @@ def parse_env(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     return env
 
 
-def build_deployment(spec: DeploymentSpec, locator) -> Deployment:
+def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     """The deployment's facts; an empty spec gives an empty Deployment (nothing decided)."""
     if spec.empty:
         return Deployment()
@@ -108,7 +108,7 @@ def build_deployment(spec: DeploymentSpec, locator) -> Deployment:
     arguments = " ".join(a for a in (given.get("server_args", ""), spec.server_args or "") if a)
     server_file = _framework_file(locator, facts.get("server_args_file", ""))
     if server_file is not None:
-        schema = read_schema(server_file)
+        schema = read_schema(server_file, cache)
         deployment.server_args, deployment.server_args_given = apply_arguments(schema, arguments)
         for name, value in preset.get("server_args_derived", {}).items():
             if deployment.server_args.get(name) is None:  # what __post_init__ sets when the flag is not given

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,11 @@ class ServerArgsSchema:
 _SCHEMAS: dict[tuple[str, int, int], ServerArgsSchema] = {}  # cache: (path, mtime, size) -> schema
 
 
-def read_schema(path: Path) -> ServerArgsSchema:
+def read_schema(path: Path, cache=None) -> ServerArgsSchema:
     """Fields, literal defaults and flags of `class ServerArgs` in SGLang's server_args.py.
 
-    Cached per file version: a census builds one deployment per cell from the same file.
+    Cached per file version: a census builds one deployment per cell from the same file; with the
+    scan's summary cache given, across processes too (a warm scan does not re-read 5,000 lines).
     """
     try:
         stat = path.stat()
@@ -39,9 +41,25 @@ def read_schema(path: Path) -> ServerArgsSchema:
         key = None
     if key is not None and key in _SCHEMAS:
         return _SCHEMAS[key]
-    schema = _read_schema(path)
+    schema = _stored_schema(path, cache)
     if key is not None:
         _SCHEMAS[key] = schema
+    return schema
+
+
+def _stored_schema(path: Path, cache) -> ServerArgsSchema:
+    if cache is None or getattr(cache, "folder", None) is None:
+        return _read_schema(path)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return _read_schema(path)  # says why in one sentence
+    name = f"server-args\0{hashlib.sha256(data).hexdigest()}"
+    stored = cache.load_blob(name)
+    if isinstance(stored, dict) and set(stored) == {"defaults", "fields", "flags"}:
+        return ServerArgsSchema(dict(stored["defaults"]), set(stored["fields"]), dict(stored["flags"]))
+    schema = _read_schema(path)
+    cache.store_blob(name, {"defaults": schema.defaults, "fields": sorted(schema.fields), "flags": schema.flags})
     return schema
 
 

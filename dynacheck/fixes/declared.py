@@ -11,7 +11,9 @@ Never imports the scanned code; one libcst parse per file that names a registrar
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import re
 import textwrap
 from dataclasses import dataclass
@@ -199,23 +201,57 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
     return tuple(found)
 
 
+_DISK = None  # a SummaryCache: the parsed declarations of a file, by its bytes, across processes
+
+
+def use_disk_cache(cache) -> None:
+    """Keep what the readers below find in the scan's signed summary cache (a warm scan parses nothing)."""
+    global _DISK
+    _DISK = cache if cache is not None and getattr(cache, "folder", None) is not None else None
+
+
+def _on_disk(kind: str, path: str, extra: str, compute, encode=lambda v: v, decode=lambda v: v):
+    """`compute(text)` for the file at `path`, stored under the hash of its bytes (plain values only)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    if _DISK is None:
+        return compute(text)
+    name = f"declared\0{kind}\0{extra}\0{hashlib.sha256(data).hexdigest()}"
+    stored = _DISK.load_blob(name)
+    if stored is not None:
+        try:
+            return decode(stored)
+        except (TypeError, ValueError):
+            pass  # an entry of another layout: recompute it
+    value = compute(text)
+    _DISK.store_blob(name, encode(value))
+    return value
+
+
 @functools.lru_cache(maxsize=512)
 def read_file(path: str, module_name: str) -> tuple[Declared, ...]:
     """The declarations in one source file (cached per path: a scan asks once per module on a chain)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return read_module(handle.read(), module_name)
-    except OSError:
-        return ()
+    found = _on_disk("ops", path, module_name, lambda text: read_module(text, module_name),
+                     encode=lambda decls: tuple(dataclasses.asdict(d) for d in decls),
+                     decode=lambda rows: tuple(Declared(**{**row, "mutates": tuple(row["mutates"])}) for row in rows))
+    return found if found is not None else ()
 
 
 @functools.lru_cache(maxsize=512)
 def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, bool]]:
     """Module-level function name -> (schema inferable, takes arguments), for files that declare ops."""
+    found = _on_disk("signatures", path, "", _signatures)
+    return found if found is not None else {}
+
+
+def _signatures(text: str) -> dict[str, tuple[bool, bool]]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            module = cst.parse_module(handle.read())
-    except (OSError, cst.ParserSyntaxError):
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
         return {}
     out: dict[str, tuple[bool, bool]] = {}
     for stmt in module.body:
@@ -231,10 +267,14 @@ def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, b
 def read_signature_texts(path: str) -> dict[str, tuple[str, str, str]]:
     """Function qualname (module level and class methods) -> (parameters, call arguments, return) as source text,
     `self`/`cls` left out: what a custom-op skeleton needs to carry the function's real signature."""
+    found = _on_disk("signature-texts", path, "", _signature_texts)
+    return found if found is not None else {}
+
+
+def _signature_texts(text: str) -> dict[str, tuple[str, str, str]]:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            module = cst.parse_module(handle.read())
-    except (OSError, cst.ParserSyntaxError):
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
         return {}
     out: dict[str, tuple[str, str, str]] = {}
 

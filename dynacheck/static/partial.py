@@ -141,11 +141,7 @@ class PartialEvaluator:
         """(reachable, conditions) for a call under `guards`: False when a guard is decided against it."""
         conditions: list[Condition] = []
         for test, taken, line in guards:
-            self._flow = (id(scope), line)
-            try:
-                value, opens = self.truth(test, scope)
-            finally:
-                self._flow = None
+            value, opens = self._guard_truth(test, scope, line)
             if value is not None:
                 if value != taken:
                     return False, ()
@@ -168,6 +164,23 @@ class PartialEvaluator:
                 conditions.append(Condition(f"first call only: {render_test(test)} (nothing registered it before "
                                             "the compile)", scope.module.path, line, "first_call"))
         return True, tuple(conditions)
+
+    def _guard_truth(self, test: Expr, scope: Scope, line: int) -> tuple[bool | None, tuple]:
+        """`truth` of a guard at its line, memoized per (test, scope): a function's guards are asked
+        once per call site that reaches it. The scope is kept in the entry so its id is not reused."""
+        key = ("guard", id(test), id(scope), line)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is scope and hit[1] is test:
+            return hit[2]
+        cuts, saved = self._cuts, self._flow
+        self._flow = (id(scope), line)
+        try:
+            answer = self.truth(test, scope)
+        finally:
+            self._flow = saved
+        if cuts == self._cuts:
+            self._memo[key] = (scope, test, answer)
+        return answer
 
     def _builds_once(self, test: Expr, scope: Scope) -> bool:
         """`if not path.exists():` (directly or through a property that returns it): a file made the
@@ -699,6 +712,9 @@ class PartialEvaluator:
             head = head[1]
         if not head or head[0] != "n":
             return None
+        fn = scope.function
+        if fn is not None and (head[1] in fn.params or head[1] in fn.assigns):
+            return None  # `self.x`, a parameter's attribute: not a module path
         values = self.ev.eval(head, scope)
         if len(values) != 1 or values[0].kind != "ext":
             return None
@@ -1059,7 +1075,9 @@ def _freeze(value: Any) -> Any:
 
 
 def _key(known_value: Known) -> Any:
-    return tuple(sorted(map(repr, known_value.values))) if known_value.values is not None else "?"
+    """A memo key for an argument's values: the values themselves with their types (True is not 1);
+    hashing, not repr, since a server-args object has hundreds of fields."""
+    return frozenset((type(v), v) for v in known_value.values) if known_value.values is not None else "?"
 
 
 def _as_value(result: Known) -> Value:

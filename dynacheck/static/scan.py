@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from dynacheck import __version__
 from dynacheck.catalog import load_catalog
 from dynacheck.errors import UserError
+from dynacheck.fixes.declared import use_disk_cache
 from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
 from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
@@ -84,7 +85,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     problems: list[Problem] = session.problems
     locator, cache, index = session.locator, session.cache, session.index
     spec = _merged_spec(preset, deployment)
-    facts = build_deployment(spec, locator)
+    facts = build_deployment(spec, locator, cache)
     evaluator = Evaluator(index, facts)
     pin_quantization(facts, evaluator, locator)
     boundaries = Boundaries(evaluator)
@@ -117,6 +118,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
 
     if observer is not None:
         observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
+    use_disk_cache(cache)  # the op declarations the fixes read: parsed once per file version, like summaries
     builder = FindingBuilder(index, catalog, locator.display_path, lambda p: _package(locator, p))
     findings = builder.build(walk, entry_of)
     why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
