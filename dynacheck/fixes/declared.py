@@ -144,13 +144,21 @@ def _returned_names(factory: cst.FunctionDef) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> cst.Module | None:
+    """One libcst parse per file text, shared by the three readers (ops, signatures, their texts)."""
+    try:
+        return cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+
+
 def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
     """The declarations in one module's source text."""
     if not any(r in code for r in OP_REGISTRARS + REAL_REGISTRARS):
         return ()
-    try:
-        module = cst.parse_module(code)
-    except cst.ParserSyntaxError:
+    module = _parsed(code)
+    if module is None:
         return ()
     positions = cst.MetadataWrapper(module, unsafe_skip_copy=True)
     lines = positions.resolve(cst.metadata.PositionProvider)
@@ -249,9 +257,8 @@ def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, b
 
 
 def _signatures(text: str) -> dict[str, tuple[bool, bool]]:
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError:
+    module = _parsed(text)
+    if module is None:
         return {}
     out: dict[str, tuple[bool, bool]] = {}
     for stmt in module.body:
@@ -272,9 +279,8 @@ def read_signature_texts(path: str) -> dict[str, tuple[str, str, str]]:
 
 
 def _signature_texts(text: str) -> dict[str, tuple[str, str, str]]:
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError:
+    module = _parsed(text)
+    if module is None:
         return {}
     out: dict[str, tuple[str, str, str]] = {}
 

@@ -52,7 +52,7 @@ DEFS: dict[str, dict[str, Any]] = {
         "function": {**STR, "description": "Qualified name, e.g. flashinfer.jit.cpp_ext.get_cuda_version."},
         "file": {**STR, "description": "Path relative to the target root."},
         "line": {**LINE, "description": "Line of the call that leads to the next hop (the def for the entry)."},
-        "via": {**STR, "description": "How the callee was resolved: entry, import, local definition, self method, "
+        "via": {**STR, "description": "How the callee was resolved: entry, import, same module, local definition, self method, "
                 "super(), attribute type, nn.Module call -> forward, constructor -> __init__, class hierarchy "
                 "fallback, dispatch table, decorator wrapper, return value, factory."},
         "confidence": CONFIDENCE,

@@ -6,6 +6,8 @@ node becomes our small expression form".
 
 from __future__ import annotations
 
+import re
+
 import ast
 from collections import defaultdict
 
@@ -100,12 +102,32 @@ def expr(node, depth: int = 0) -> Expr:
     return UNKNOWN
 
 
+_LEADING_ZERO = re.compile(r"0[0_]+").fullmatch  # `00`, `0_0`: int(text, 0) refuses these
+
+
+def _plain_string(text: str) -> str | None:
+    """The value of a quoted string with no prefix and no backslash ('abc', "abc", '''abc'''), else None:
+    most literals, read without `ast.literal_eval` (a compile per literal)."""
+    if "\\" in text or not text or text[0] not in "'\"":
+        return None
+    quote = text[:3] if text[:3] in ("\'\'\'", '\"\"\"') else text[0]
+    if len(text) < 2 * len(quote) or not text.endswith(quote):
+        return None
+    return text[len(quote):-len(quote)]
+
+
 def literal(node) -> Expr:
     """A number or string literal with its value (what the partial evaluator compares); CONST if odd."""
     try:
-        if isinstance(node, (cst.Integer, cst.Float)):
-            return ("k", node.evaluated_value)
-        value = node.evaluated_value
+        if isinstance(node, cst.Integer):
+            return ("k", int(node.value, 0) if not _LEADING_ZERO(node.value) else int(node.value.replace("_", "")))
+        if isinstance(node, cst.Float):
+            return ("k", float(node.value.replace("_", "")))
+        if isinstance(node, cst.SimpleString):
+            plain = _plain_string(node.value)
+            if plain is not None:
+                return ("k", plain) if len(plain) <= 200 else CONST
+        value = node.evaluated_value  # prefixes, escapes, f-strings: Python's own reading (slower)
         if isinstance(value, (str, bytes)) and len(value) <= 200:
             return ("k", value)
     except Exception:  # noqa: BLE001 - an odd literal (bad escape): its value is simply not known

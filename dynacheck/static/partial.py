@@ -1088,7 +1088,18 @@ def _as_value(result: Known) -> Value:
             return only.value
     if result.values is None:
         return Value("unknown")
-    return Value("known", name=repr(sorted(map(repr, result.values)))[:80], items=tuple(result.values))
+    return Value("known", name=repr(sorted(map(_label, result.values)))[:80], items=tuple(result.values))
+
+
+_OBJECT_NUMBERS: dict = {}  # deployment object -> its number, in the (deterministic) order first seen
+
+
+def _label(value: Any) -> str:
+    """A short, stable name for a value: a server-args object's repr is hundreds of fields long, so
+    deployment objects are numbered instead (equal objects, equal numbers)."""
+    if isinstance(value, Obj):
+        return f"{value.kind}#{_OBJECT_NUMBERS.setdefault(value, len(_OBJECT_NUMBERS))}"
+    return repr(value)
 
 
 def render_test(test: Expr) -> str:

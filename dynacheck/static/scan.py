@@ -85,10 +85,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     problems: list[Problem] = session.problems
     locator, cache, index = session.locator, session.cache, session.index
     spec = _merged_spec(preset, deployment)
-    facts = build_deployment(spec, locator, cache)
-    evaluator = Evaluator(index, facts)
-    pin_quantization(facts, evaluator, locator)
-    boundaries = Boundaries(evaluator)
+    facts, evaluator, boundaries = session.engine(spec)
     entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
     if progress:
         progress(f"walking from {len(entry_values)} entr{'y' if len(entry_values) == 1 else 'ies'}")
@@ -140,6 +137,9 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     )
 
 
+MAX_ENGINES = 16  # deployments whose evaluators a session keeps (a census has 12 by default)
+
+
 class ScanSession:
     """The locator, summary cache and index of one set of targets, shared by many scans (a census):
     each module's summary is loaded once per process instead of once per scan.
@@ -151,6 +151,25 @@ class ScanSession:
     def __init__(self, locator: ModuleLocator, cache: SummaryCache, index: Index, problems: list[Problem]):
         self.locator, self.cache, self.index, self.problems = locator, cache, index, problems
         self._files: int | None = None
+        self._engines: dict[str, tuple] = {}  # deployment -> (facts, evaluator, boundaries), most recent last
+
+    def engine(self, spec: DeploymentSpec) -> tuple:
+        """The deployment's facts and the evaluator that reads them, shared by every scan of this
+        session with an equal deployment: a census walks 100+ forwards per deployment, and what
+        the evaluator learns (module flags, server-args getters, quant pins, decorator effects,
+        guard truths) holds for all of them. A few deployments are kept, least recently used out."""
+        key = repr(spec)
+        if key in self._engines:
+            self._engines[key] = self._engines.pop(key)
+            return self._engines[key]
+        facts = build_deployment(spec, self.locator, self.cache)
+        evaluator = Evaluator(self.index, facts)
+        pin_quantization(facts, evaluator, self.locator)
+        engine = (facts, evaluator, Boundaries(evaluator))
+        self._engines[key] = engine
+        while len(self._engines) > MAX_ENGINES:
+            self._engines.pop(next(iter(self._engines)))
+        return engine
 
     def files_in_trees(self) -> int:
         if self._files is None:
