@@ -193,6 +193,7 @@ class ScanStats(_Record):
     cache_hits: int = 0
     functions_visited: int = 0
     seconds: float = 0.0
+    reused: bool = False  # answered from the result cache: nothing changed since a scan with these inputs
 
 
 @dataclass

@@ -62,8 +62,12 @@ def test_walk_counts_files_parsed_and_from_cache(tmp_path):
     assert walking and "parsed" in walking[-1] and "from cache" in walking[-1]
     again = Recorder()
     scan([str(root)], ["many.model:Model.forward"], cache_dir=tmp_path / "cache", progress=again)
-    last = [m for m in again.messages if m.startswith("walking:")][-1]
-    assert "(0 parsed" in last  # the second run reads every file from the cache
+    assert again.messages[-1] == "no input changed since an earlier scan: its answer is reused"
+    (root / "many" / "unrelated.py").write_text("y = 2\n")  # a new file: the walk runs again
+    third = Recorder()
+    scan([str(root)], ["many.model:Model.forward"], cache_dir=tmp_path / "cache", progress=third)
+    last = [m for m in third.messages if m.startswith("walking:")][-1]
+    assert "(0 parsed" in last  # every file the walk needs comes from the summary cache
 
 
 def test_status_line_is_silent_off_a_terminal(capsys):

@@ -110,6 +110,8 @@ DEFS: dict[str, dict[str, Any]] = {
     "ScanStats": _record("How much was read and how long it took.", {
         "files_in_trees": INT, "files_parsed": INT, "cache_hits": INT, "functions_visited": INT,
         "seconds": {"type": "number", "minimum": 0},
+        "reused": {"type": "boolean", "description": "Answered from the result cache: no input changed since a "
+                   "scan with the same targets, entries and deployment (files_parsed and cache_hits are 0)."},
     }),
     "ScanResult": _record("The output of `dynacheck scan --format json`.", {
         "targets": _list("Target"), "entries": STRS, "findings": _list("Finding"),

@@ -16,6 +16,7 @@ from dynacheck import __version__
 from dynacheck.catalog import load_catalog
 from dynacheck.errors import UserError
 from dynacheck.fixes.declared import use_disk_cache
+from dynacheck.static import result_cache
 from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
 from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
@@ -67,7 +68,7 @@ def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
                  cache_dir: Path | None = None, progress: Progress | None = None,
                  observer: dict | None = None, deployment: DeploymentSpec | None = None,
-                 fullgraph: bool = False, session: "ScanSession | None" = None) -> ScanResult:
+                 fullgraph: bool = False, session: "ScanSession | None" = None, reuse: bool = True) -> ScanResult:
     """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files).
 
     The deployment (a preset's, overridden by `deployment`'s fields) is evaluated during the walk:
@@ -80,11 +81,21 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     if not all_entries:
         raise UserError("No entry to start from.", "Pass --entry module.path:Class.method or --preset glm5.")
     catalog = load_catalog()
+    single = session is None and observer is None  # a census or a benchmark's cold run walks every time
     if session is None:
         session = ScanSession.open(targets, cache_dir, progress)
     problems: list[Problem] = session.problems
     locator, cache, index = session.locator, session.cache, session.index
     spec = _merged_spec(preset, deployment)
+    key = None
+    if single and reuse:
+        key = result_cache.inputs_key(targets, all_entries, preset, spec, fullgraph,
+                                      session.tree_files() + result_cache.spec_files(spec), catalog.torch_version)
+        reused = result_cache.load(cache, key, time.perf_counter() - started)
+        if reused is not None:
+            if progress:
+                progress("no input changed since an earlier scan: its answer is reused")
+            return reused
     facts, evaluator, boundaries = session.engine(spec)
     entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
     if progress:
@@ -122,19 +133,22 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     if why_fullgraph:
         findings = apply_fullgraph(findings, why_fullgraph)
     stats = ScanStats(
-        files_in_trees=session.files_in_trees(),
+        files_in_trees=len(session.tree_files()),
         files_parsed=cache.parsed + cache.hits,
         cache_hits=cache.hits,
         functions_visited=len(walk.nodes),
         seconds=round(time.perf_counter() - started, 3),
     )
-    return ScanResult(
+    result = ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
         problems=tuple(_display_problems(problems + _unreadable_folders(locator), locator)), stats=stats,
         tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
         first_break=first_break(walk, findings, index, locator.display_path),
     )
+    if key is not None:
+        result_cache.store(cache, key, result, [m.path for m in index.loaded() if not Path(m.path).is_dir()])
+    return result
 
 
 MAX_ENGINES = 16  # deployments whose evaluators a session keeps (a census has 12 by default)
@@ -150,7 +164,7 @@ class ScanSession:
 
     def __init__(self, locator: ModuleLocator, cache: SummaryCache, index: Index, problems: list[Problem]):
         self.locator, self.cache, self.index, self.problems = locator, cache, index, problems
-        self._files: int | None = None
+        self._files: list[Path] | None = None
         self._engines: dict[str, tuple] = {}  # deployment -> (facts, evaluator, boundaries), most recent last
 
     def engine(self, spec: DeploymentSpec) -> tuple:
@@ -171,10 +185,14 @@ class ScanSession:
             self._engines.pop(next(iter(self._engines)))
         return engine
 
-    def files_in_trees(self) -> int:
+    def tree_files(self) -> list[Path]:
+        """Every module file of the targets (listed once per session)."""
         if self._files is None:
-            self._files = sum(1 for _ in self.locator.iter_files())
+            self._files = list(self.locator.iter_files())
         return self._files
+
+    def files_in_trees(self) -> int:
+        return len(self.tree_files())
 
     @classmethod
     def open(cls, targets: Sequence[Target], cache_dir: Path | None = None,
