@@ -260,6 +260,29 @@ def _wrap_public(module_name, function, op_name, library_op, factory, fakes):
     _rebind(original, op, f"custom_op {{op_name}} (fake: own body over {{factory}}'s declared fakes)")
 
 
+def _wrap_out_kernel(module_name, function, op_name, factory):
+    """Make a function whose JIT kernel only writes a buffer it allocates one custom op: the fake is its
+    own body with the factory returning a stub whose kernel calls do nothing. What the kernel does to
+    its other arguments is not known, so the op says it may mutate any input (mutates_args="unknown")."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, function)
+    if getattr(original, "__dynacheck_wrapped__", False):
+        return
+    op = torch.library.custom_op(op_name, original, mutates_args="unknown")
+
+    def fake(*args, **kwargs):
+        saved = getattr(module, factory)
+        setattr(module, factory, lambda *a, **k: _KernelStub())
+        try:
+            return original(*args, **kwargs)
+        finally:
+            setattr(module, factory, saved)
+
+    op.register_fake(fake)
+    op.__dynacheck_wrapped__ = True
+    _rebind(original, op, f"custom_op {{op_name}} (fake: own body, {{factory}}'s kernel a no-op)")
+
+
 def _takes_arguments(fn):
     import inspect
 

@@ -13,6 +13,7 @@ from typing import Callable
 from dynacheck.catalog import Catalog, Rule
 from dynacheck.fixes.declared import read_signature_texts
 from dynacheck.fixes.from_declared import declared_fix
+from dynacheck.fixes.out_kernels import out_kernel_fix
 from dynacheck.fixes.place import HopFacts, boundary_index, op_returns_ok, place
 from dynacheck.gate.fingerprint import assign_fingerprints
 from dynacheck.model import Condition, Finding, Fix, Hop, Outcome, Site, confidence_rank, severity_rank
@@ -98,6 +99,7 @@ class FindingBuilder:
             fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0), volatile)
             if not finding.fixes and finding.outcome.fatal_under_fullgraph:
                 declared, why = declared_fix(finding.chain, self._locate)
+                declared = declared or out_kernel_fix(finding.chain, self._locate)
                 if declared is not None:
                     fixes = (declared, *fixes)
                 elif why:  # the library declares ops here, but none a fix can use: say why
