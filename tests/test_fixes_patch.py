@@ -38,6 +38,9 @@ def test_patch_applies_to_a_copy_and_the_fixed_sites_are_gone(tmp_path, capsys):
     assert _cli(args) == 0
     assert _cli(["fix", "--patch", str(diff), "--scan", str(scan_json)]) == 0
     assert "3 source edit(s)" in capsys.readouterr().out
+    preamble = diff.read_text().split("\n\n", 1)[0]
+    # the data-dependent branch's guard is not a bare call: listed for a hand edit, never dropped silently
+    assert "guard at usermodel/hazards.py:21 (not a bare call" in preamble, preamble
     before = scan_roots([tree], ENTRIES, cache_dir=tmp_path / "cache").findings
 
     done = subprocess.run(["patch", "-p1", "-i", str(diff)], cwd=tree, capture_output=True, text=True)

@@ -23,7 +23,7 @@ from typing import Sequence
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from dynacheck.fixes.emit import first_sound_fixes
+from dynacheck.fixes.emit import first_sound_fixes, valid_place
 from dynacheck.fixes.from_declared import MARKER
 from dynacheck.model import Finding, Fix, Target
 
@@ -48,6 +48,7 @@ class _Rewrite(cst.CSTTransformer):
         self.edits = edits
         self.depth = 0
         self.done: list[str] = []
+        self.guarded: set[int] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
@@ -77,6 +78,7 @@ class _Rewrite(cst.CSTTransformer):
         line = self.get_metadata(PositionProvider, original).start.line
         if line not in self.edits.guard_lines or not _bare_call(original):
             return updated
+        self.guarded.add(line)
         self.done.append(f"guard line {line}")
         test = cst.parse_expression("not torch.compiler.is_compiling()")
         return cst.If(test=test, body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=())]),
@@ -132,16 +134,22 @@ def plan_edits(findings: Sequence[Finding], targets: Sequence[Target]) -> tuple[
                 edits.fakes[fake] = function
                 continue
         if fix.kind in ("guard", "remove") and _guardable(fix, finding):
-            found = _locate(targets, finding.site.file)
-            if found is not None:
-                edits_for(found).guard_lines.add(finding.site.line)
-                continue
+            continue  # per line, below: one fix place (the function) can hold several hazard lines
         if fix.kind == "assume_constant_result" and fix.file:
             found = _locate(targets, fix.file)
             if found is not None:
                 edits_for(found).constant.add(fix.at.rsplit(".", 1)[-1])
                 continue
         module_only.append(f"{fix.kind} at {fix.at}")
+    for finding in findings:
+        first = next((f for f in finding.fixes if f.sound), None)
+        if first is not None and first.kind in ("guard", "remove") and valid_place(first.at) \
+                and _guardable(first, finding):
+            found = _locate(targets, finding.site.file)
+            if found is not None:
+                edits_for(found).guard_lines.add(finding.site.line)
+            else:
+                module_only.append(f"{first.kind} at {finding.site.file}:{finding.site.line}")
     return files, module_only
 
 
@@ -161,6 +169,8 @@ def make_patch(findings: Sequence[Finding], targets: Sequence[Target]) -> tuple[
         after = cst.MetadataWrapper(cst.parse_module(before)).visit(rewrite).code
         if rewrite.done and "import torch\n" not in after and not re.search(r"^import torch\b", after, re.M):
             after = "import torch\n" + after
+        for line in sorted(edits.guard_lines - rewrite.guarded):  # a branch or an assignment: its value is read
+            module_only.append(f"guard at {relative}:{line} (not a bare call whose value nobody reads: edit by hand)")
         if after != before:
             done += [f"{relative}: {d}" for d in rewrite.done]
             chunks.append("".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
