@@ -46,20 +46,18 @@ def main() -> int:
             colds.append(time.perf_counter() - started)
             parsed = observer["parsed_files"]
             findings = len(result.findings)
-            started = time.perf_counter()
-            scan_targets(targets, [], "glm5", cache_dir=Path(cache), reuse=False)
-            warms.append(time.perf_counter() - started)
-            scan_targets(targets, [], "glm5", cache_dir=Path(cache))  # stores the answer
-            started = time.perf_counter()
-            again = scan_targets(targets, [], "glm5", cache_dir=Path(cache))
-            rescans.append(time.perf_counter() - started)
-            assert again.stats.reused
+            # a warm scan is the user's next run: a fresh process (imports not counted) over the filled cache
+            warms.append(_fresh_process_scan(cache, reuse=False))
+            _fresh_process_scan(cache, reuse=True)  # stores the answer
+            rescans.append(_fresh_process_scan(cache, reuse=True, expect_reused=True))
         sources = [Path(p).read_text(encoding="utf-8", errors="replace") for p in parsed]
         started = time.perf_counter()
         for source in sources:
             libcst.parse_module(source)
         floors.append(time.perf_counter() - started)
 
+    print("runs: cold", [round(x, 2) for x in colds], "warm", [round(x, 2) for x in warms], "rescan",
+          [round(x, 2) for x in rescans], file=sys.stderr)
     cold, warm, floor = statistics.median(colds), statistics.median(warms), statistics.median(floors)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines = [
@@ -76,7 +74,7 @@ def main() -> int:
         f"| floor: bare libcst.parse_module over the parsed files | {floor:.2f} s |",
         f"| cold scan (empty summary cache) | {cold:.2f} s |",
         f"| cold / floor | **{cold / floor:.2f}x** (aim < 2x) |",
-        f"| warm scan (summary cache filled, the walk redone) | **{warm:.2f} s** (aim < 1 s) |",
+        f"| warm scan: a new process, summary cache filled, the walk redone (imports not counted) | **{warm:.2f} s** (aim < 1 s) |",
         f"| re-scan of unchanged inputs (answer from the result cache) | {statistics.median(rescans):.2f} s |",
         f"| peak RSS of the benchmark process | {peak_mb:.0f} MB |",
         "",
@@ -86,6 +84,29 @@ def main() -> int:
     if args.write:
         _replace_section(args.write, lines[0], text)
     return 0
+
+
+_FRESH = """
+import sys, time
+from pathlib import Path
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static.scan import scan_targets
+targets = [resolve_target(spec) for spec in {specs!r}]
+started = time.perf_counter()
+result = scan_targets(targets, [], "glm5", cache_dir=Path({cache!r}), reuse={reuse!r})
+print(time.perf_counter() - started, result.stats.reused)
+"""
+
+
+def _fresh_process_scan(cache: str, reuse: bool, expect_reused: bool = False) -> float:
+    """Seconds of one scan in a new interpreter (its imports and the target lookup not counted)."""
+    import subprocess
+
+    code = _FRESH.format(specs=list(SPECS), cache=str(cache), reuse=reuse)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds, reused = done.stdout.split()
+    assert (reused == "True") == expect_reused, done.stdout
+    return float(seconds)
 
 
 def libcst_version() -> str:

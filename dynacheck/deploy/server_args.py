@@ -25,7 +25,7 @@ class ServerArgsSchema:
     flags: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # --flag -> (dest, action, type)
 
 
-_SCHEMAS: dict[tuple[str, int, int], ServerArgsSchema] = {}  # cache: (path, mtime, size) -> schema
+_SCHEMAS: dict[tuple, ServerArgsSchema] = {}  # cache: (path, mtime, size, disk cache) -> schema
 
 
 def read_schema(path: Path, cache=None) -> ServerArgsSchema:
@@ -36,7 +36,7 @@ def read_schema(path: Path, cache=None) -> ServerArgsSchema:
     """
     try:
         stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        key = (str(path), stat.st_mtime_ns, stat.st_size, str(getattr(cache, "folder", "")))
     except OSError:
         key = None
     if key is not None and key in _SCHEMAS:

@@ -240,18 +240,31 @@ def _on_disk(kind: str, path: str, extra: str, compute, encode=lambda v: v, deco
     return value
 
 
-@functools.lru_cache(maxsize=512)
 def read_file(path: str, module_name: str) -> tuple[Declared, ...]:
-    """The declarations in one source file (cached per path: a scan asks once per module on a chain)."""
+    """The declarations in one source file (cached per path and disk cache: a scan asks once per module
+    on a chain, and a new cache folder still gets its entries)."""
+    return _read_file(path, module_name, _disk_folder())
+
+
+def _disk_folder() -> str:
+    return str(_DISK.folder) if _DISK is not None else ""
+
+
+@functools.lru_cache(maxsize=512)
+def _read_file(path: str, module_name: str, folder: str) -> tuple[Declared, ...]:
     found = _on_disk("ops", path, module_name, lambda text: read_module(text, module_name),
                      encode=lambda decls: tuple(dataclasses.asdict(d) for d in decls),
                      decode=lambda rows: tuple(Declared(**{**row, "mutates": tuple(row["mutates"])}) for row in rows))
     return found if found is not None else ()
 
 
-@functools.lru_cache(maxsize=512)
 def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, bool]]:
     """Module-level function name -> (schema inferable, takes arguments), for files that declare ops."""
+    return _read_signatures(path, _disk_folder())
+
+
+@functools.lru_cache(maxsize=512)
+def _read_signatures(path: str, folder: str) -> dict[str, tuple[bool, bool]]:
     found = _on_disk("signatures", path, "", _signatures)
     return found if found is not None else {}
 
@@ -270,10 +283,14 @@ def _signatures(text: str) -> dict[str, tuple[bool, bool]]:
     return out
 
 
-@functools.lru_cache(maxsize=512)
 def read_signature_texts(path: str) -> dict[str, tuple[str, str, str]]:
-    """Function qualname (module level and class methods) -> (parameters, call arguments, return) as source text,
-    `self`/`cls` left out: what a custom-op skeleton needs to carry the function's real signature."""
+    """Function qualname (module level and class methods) -> (parameters, call arguments, return) as source
+    text, `self`/`cls` left out: what a custom-op skeleton needs to carry the function's real signature."""
+    return _read_signature_texts(path, _disk_folder())
+
+
+@functools.lru_cache(maxsize=512)
+def _read_signature_texts(path: str, folder: str) -> dict[str, tuple[str, str, str]]:
     found = _on_disk("signature-texts", path, "", _signature_texts)
     return found if found is not None else {}
 

@@ -10,6 +10,7 @@ dropped and rebuilt: a cache entry can make a scan slower, never run code or sto
 from __future__ import annotations
 
 import builtins
+import gc
 import hashlib
 import io
 import os
@@ -89,11 +90,16 @@ class SummaryCache:
         if head != CACHE_FORMAT or not verify(self.key, key.encode() + payload, signature):
             self.rejected += 1
             return None
+        collecting = gc.isenabled()
+        gc.disable()  # a summary is tens of thousands of small tuples: the cycle collector would rescan them
         try:
             return _SummaryUnpickler(io.BytesIO(payload)).load()
         except Exception:  # noqa: BLE001 - a signed entry from an older build: rebuild it
             self.rejected += 1
             return None
+        finally:
+            if collecting:
+                gc.enable()
 
     def _store(self, key: str, value) -> None:
         if self.folder is None or self.key is None:

@@ -7,6 +7,7 @@ own graph-break registry (through the catalogue).
 from __future__ import annotations
 
 import difflib
+import gc
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -73,7 +74,25 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
 
     The deployment (a preset's, overridden by `deployment`'s fields) is evaluated during the walk:
     branches it never takes are pruned, and what stays open becomes each chain's conditions.
+
+    The cycle collector is paused meanwhile: summaries are hundreds of thousands of small tuples that
+    it would rescan again and again (measured: the warm flagship scan takes 0.67 s instead of 1.1 s);
+    the walk's garbage is acyclic and freed by reference counting.
     """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan_targets(targets, entries, preset, cache_dir=cache_dir, progress=progress, observer=observer,
+                             deployment=deployment, fullgraph=fullgraph, session=session, reuse=reuse)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None, *,
+                  cache_dir: Path | None, progress: Progress | None, observer: dict | None,
+                  deployment: DeploymentSpec | None, fullgraph: bool, session: "ScanSession | None",
+                  reuse: bool) -> ScanResult:
     started = time.perf_counter()
     all_entries = list(entries)
     if preset:
