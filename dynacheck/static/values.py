@@ -43,6 +43,7 @@ class Evaluator(ClassModel):
         self._active: set = set()
         self._names: dict[tuple, tuple[Value, ...]] = {}
         self._globals: dict[tuple, tuple[Value, ...]] = {}
+        self._scopes: dict[tuple, Scope | bool] = {}
 
     # ----- scopes ------------------------------------------------------------------------------
 
@@ -51,6 +52,18 @@ class Evaluator(ClassModel):
         return Scope(summary) if summary is not None else None
 
     def function_scope(self, func: Value, bound: tuple = ()) -> Scope | None:
+        """The scope of a function with these bound parameters: one object per (function, receiver,
+        bindings), so what the partial evaluator memoizes per scope holds for every call that shares it."""
+        key = (func.module, func.name, func.self_cls, bound)
+        try:
+            cached = self._scopes.get(key)
+        except TypeError:  # an unhashable bound value: build one for this call
+            return self._new_scope(func, bound)
+        if cached is None:
+            cached = self._scopes[key] = self._new_scope(func, bound) or False
+        return cached or None
+
+    def _new_scope(self, func: Value, bound: tuple) -> Scope | None:
         summary = self.index.module(func.module)
         if summary is None:
             return None
