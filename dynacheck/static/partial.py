@@ -415,7 +415,6 @@ class PartialEvaluator:
                 if lines[i] and not in_loop and self._surely(extra, scope):
                     before = before[before.index(i):]
                     break
-        self._flow = (id(scope), at)  # a nested guard evaluation may have cleared it
         return [values[i] for i in before]
 
     def _surely(self, guards: tuple, scope: Scope) -> bool:
