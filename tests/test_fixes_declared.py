@@ -35,14 +35,17 @@ def test_schema_is_read_from_annotations():
         from minilib.utils import register_custom_op
         @register_custom_op("m::gen", mutates_args=())
         def gen(x: torch.Tensor, g: Optional[torch.Generator]) -> torch.Tensor: ...
+        @register_custom_op("m::union", mutates_args=())
+        def union(x: torch.Tensor, scale: Union[float, torch.Tensor]) -> torch.Tensor: ...
         @register_custom_op("m::ok", mutates_args=())
         def ok(x: torch.Tensor, k: int, eps: float = 1e-6) -> Tuple[torch.Tensor, torch.Tensor]: ...
         @register_custom_op(f"m::{name}", mutates_args=())
         def dynamic(x: torch.Tensor) -> torch.Tensor: ...
     ''')
     decls = {d.op: d for d in read_module(code, "m")}
-    assert decls["m::ok"].schema_ok and not decls["m::gen"].schema_ok
-    assert set(decls) == {"m::gen", "m::ok"}  # an op name built at run time is not a declaration we can use
+    assert decls["m::ok"].schema_ok and not decls["m::union"].schema_ok
+    assert decls["m::gen"].schema_ok  # a Generator argument: the patch module writes `Generator?` itself
+    assert set(decls) == {"m::gen", "m::union", "m::ok"}  # an op name built at run time is not a declaration we can use
     sigs = read_signatures(str(ROOT / "minilib" / "sampling.py"))
     assert sigs["top_k_renorm"] == (False, True) and sigs["get_sampling_module"] == (False, False)
 
@@ -168,3 +171,53 @@ def test_a_version_that_registers_the_op_itself_gets_a_fix_that_calls_it(tmp_pat
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "EQUAL True" in done.stdout and "registered op torch.ops.newlib.quantize" in done.stdout
+
+
+def test_generator_arguments_and_ops_declared_without_output_get_applied_fixes(tmp_path):
+    """An op taking `Optional[torch.Generator]` (FlashInfer's sampling ops) gets the schema `Generator?`;
+    an op declared `-> None` that mutates its argument and has no declared fake (FlashInfer's
+    append_paged_mla_kv_cache) gets a fake that returns None. Real Dynamo: fullgraph compiles, equals
+    eager, and opcheck passes for both."""
+    decls = {d.op: d for d in read_module((ROOT / "minilib" / "page.py").read_text(), "minilib.page")}
+    assert decls["minilib::append"].fake_source.startswith("def _fake_append(cache: torch.Tensor")
+    found = scan_roots([ROOT], ["usermodel.sampler:Sampler.forward"], cache_dir=tmp_path / "cache").findings
+    fatal = [f for f in found if f.outcome.fatal_under_fullgraph]
+    assert {f.fixes[0].at for f in fatal} == {"minilib.page._append", "minilib.sampling.get_sampling_module"}
+    assert all(f.fixes[0].snippet.startswith(MARKER) for f in fatal)
+    (tmp_path / "dynacheck_fixes.py").write_text(emit_patch(found))
+    out = _run('''
+        import torch
+        from usermodel.sampler import Sampler
+
+        def inputs():
+            return torch.zeros(6, 4), torch.tensor([1, 4]), torch.ones(2, 4), torch.randn(3, 10)
+        model = Sampler()
+        try:
+            torch.compile(model, fullgraph=True, backend="eager")(*inputs())
+            print("BEFORE compiled")
+        except Exception as exc:
+            print("BEFORE failed", type(exc).__name__)
+        import dynacheck_fixes
+        print("FAILED", [a for a in dynacheck_fixes.APPLIED if not a.startswith(("custom_op", "declared"))])
+        for backend in ("eager", "inductor"):
+            torch._dynamo.reset()
+            cache_e, rows, x, logits = inputs()
+            torch.manual_seed(0)
+            eager = model(cache_e, rows, x, logits)
+            torch.manual_seed(0)
+            cache_c = torch.zeros(6, 4)
+            compiled = torch.compile(model, fullgraph=True, backend=backend)(cache_c, rows, x, logits)
+            print("EQUAL", backend, torch.equal(eager, compiled) and torch.equal(cache_e, cache_c))
+        import minilib.sampling
+        probs = torch.softmax(torch.randn(3, 10), -1)
+        for op, args in ((torch.ops.minilib.sample.default, (probs, None)),
+                         (torch.ops.minilib.append.default, (torch.zeros(6, 4), torch.tensor([1, 4]), torch.ones(2, 4)))):
+            result = torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
+            print("OPCHECK", op, all(v == "SUCCESS" for v in result.values()))
+        print("SCHEMA", torch.ops.minilib.sample.default._schema)
+    ''', tmp_path)
+    assert "BEFORE failed" in out
+    assert "FAILED []" in out, out
+    assert "EQUAL eager True" in out and "EQUAL inductor True" in out, out
+    assert out.count("OPCHECK") == 2 and "False" not in "".join(l for l in out.splitlines() if l.startswith("OPCHECK"))
+    assert "Generator? generator" in out

@@ -37,10 +37,10 @@ def test_patch_applies_to_a_copy_and_the_fixed_sites_are_gone(tmp_path, capsys):
         args += ["-e", entry]
     assert _cli(args) == 0
     assert _cli(["fix", "--patch", str(diff), "--scan", str(scan_json)]) == 0
-    assert "3 source edit(s)" in capsys.readouterr().out
-    preamble = diff.read_text().split("\n\n", 1)[0]
-    # the data-dependent branch's guard is not a bare call: listed for a hand edit, never dropped silently
-    assert "guard at usermodel/hazards.py:21 (not a bare call" in preamble, preamble
+    assert "4 source edit(s)" in capsys.readouterr().out
+    text = diff.read_text()
+    # the data-dependent branch: compiled, its test is never evaluated
+    assert "+        if not torch.compiler.is_compiling() and (x.sum().item() > 0):" in text, text
     before = scan_roots([tree], ENTRIES, cache_dir=tmp_path / "cache").findings
 
     done = subprocess.run(["patch", "-p1", "-i", str(diff)], cwd=tree, capture_output=True, text=True)
@@ -54,8 +54,49 @@ def test_patch_applies_to_a_copy_and_the_fixed_sites_are_gone(tmp_path, capsys):
         ("minilib/jit.py", "subprocess.check_output"),  # under the op now registered for real
         ("usermodel/hazards.py", "subprocess.check_output"),  # the probe frozen by assume_constant_result
         ("usermodel/hazards.py", "builtins.print"),  # guarded with torch.compiler.is_compiling()
+        ("usermodel/hazards.py", "a tensor"),  # the branch on .item(): not taken when compiled
     }
     assert fatal_after == fatal_before - gone  # no new fatal site
     assert {_key(f) for f in before} - gone <= {_key(f) for f in after}  # every other finding is still there
     new = [f for f in after if _key(f) not in {_key(b) for b in before}]
     assert all(not f.outcome.fatal_under_fullgraph for f in new)  # e.g. "skipped when compiled", "trace time"
+
+
+SHORTCUT = '''\
+import torch
+
+
+def top_values(x, k: int):
+    if x.numel() <= k and x.max().item() > 0:
+        return x.sort(descending=True).values
+    return x.topk(x.numel()).values
+'''
+
+
+def test_branch_guard_compiles_under_fullgraph_and_a_shortcut_branch_keeps_eager_results():
+    """Real Dynamo: the branch on `.item()` fails fullgraph; with the patch's edit the test is never
+    evaluated when compiled, the other path runs, and for a shortcut branch the result equals eager."""
+    torch = pytest.importorskip("torch")
+    import libcst as cst
+
+    from dynacheck.fixes.patch import FileEdits, _Rewrite
+
+    rewrite = _Rewrite(FileEdits(guard_lines={5}))
+    patched = cst.MetadataWrapper(cst.parse_module(SHORTCUT)).visit(rewrite).code
+    assert "    if not torch.compiler.is_compiling() and (x.numel() <= k and x.max().item() > 0):\n" in patched
+    assert rewrite.done == ["guard branch at line 5"]
+
+    def load(source):
+        namespace: dict = {}
+        exec(compile(source, "<shortcut>", "exec"), namespace)
+        return namespace["top_values"]
+
+    x = torch.tensor([3.0, 1.0, 2.0])
+    torch._dynamo.reset()
+    with pytest.raises(Exception) as failed:
+        torch.compile(load(SHORTCUT), fullgraph=True, backend="eager")(x, 4)
+    assert "item" in str(failed.value).lower() or "data-dependent" in str(failed.value).lower()
+    torch._dynamo.reset()
+    fixed = load(patched)
+    compiled = torch.compile(fixed, fullgraph=True, backend="eager")(x, 4)
+    assert torch.equal(compiled, fixed(x, 4))  # eager takes the shortcut, compiled the general path

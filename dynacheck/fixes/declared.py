@@ -97,11 +97,16 @@ def _mutates(call: cst.Call) -> tuple[str, ...]:
 
 
 _SCALARS = ("Tensor", "int", "float", "bool", "str", "None", "Optional", "List", "list", "Tuple", "tuple",
-            "Sequence", "torch", "dtype", "device", "SymInt")
+            "Sequence", "torch", "dtype", "device", "SymInt", "Generator")
+_PARAMETER_ONLY = {"str", "dtype", "device", "Generator"}  # a schema takes these as arguments, never returns them
+NO_OUTPUT_FAKE = "<returns None>"  # `fake` of an op declared `-> None` without a fake: nothing to compute
 
 
 def schema_inferable(fn: cst.FunctionDef, module: cst.Module) -> bool:
-    """Every parameter and the return carry an annotation torch.library can turn into a schema."""
+    """Every parameter and the return carry an annotation torch.library can turn into a schema.
+
+    `torch.Generator` parameters count: infer_schema rejects them, but the schema language has
+    `Generator?` and the patch module writes it (`_schema` in emit_runtime.py)."""
     params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
     if fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.star_kwarg is not None:
         return False
@@ -111,10 +116,23 @@ def schema_inferable(fn: cst.FunctionDef, module: cst.Module) -> bool:
             return False
         text = module.code_for_node(annotation.annotation)
         words = {w for w in text.replace("[", " ").replace("]", " ").replace(",", " ").replace(".", " ").split()}
-        allowed = set(_SCALARS) - ({"str", "dtype", "device"} if n == len(annotations) - 1 else set())
+        allowed = set(_SCALARS) - (_PARAMETER_ONLY if n == len(annotations) - 1 else set())
         if not words or not words <= allowed:
             return False
     return True
+
+
+def _returns_none(signature: str) -> bool:
+    """The op is declared `-> None`: it only writes its mutated arguments, so a fake has nothing to make."""
+    return bool(re.search(r"\)\s*->\s*None\s*:\s*\n", signature))
+
+
+def _no_output_fake(signature: str) -> str:
+    """A fake for an op declared `-> None` that mutates its arguments: the op's own parameters, no output
+    (what torch.library asks of a fake for such an op; the library declares none for a few of them)."""
+    head = signature.rsplit("...", 1)[0].rstrip()
+    name = re.search(r"def\s+(\w+)", head).group(1)
+    return head.replace(f"def {name}(", f"def _fake_{name.lstrip('_')}(", 1) + "\n    return None\n"
 
 
 def _source(fn: cst.FunctionDef, module: cst.Module) -> str:
@@ -203,6 +221,9 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
             if name in fakes:
                 fake, line, source = fakes[name]
                 decl = Declared(**{**decl.__dict__, "fake": fake, "fake_line": line, "fake_source": source})
+            elif decl.mutates and not decl.registered and _returns_none(decl.op_signature):
+                decl = Declared(**{**decl.__dict__, "fake": NO_OUTPUT_FAKE, "fake_line": decl.line,
+                                   "fake_source": _no_output_fake(decl.op_signature)})
             found.append(decl)
 
     scan(module.body, "", "", {})
@@ -252,7 +273,7 @@ def _disk_folder() -> str:
 
 @functools.lru_cache(maxsize=512)
 def _read_file(path: str, module_name: str, folder: str) -> tuple[Declared, ...]:
-    found = _on_disk("ops", path, module_name, lambda text: read_module(text, module_name),
+    found = _on_disk("ops-v2", path, module_name, lambda text: read_module(text, module_name),
                      encode=lambda decls: tuple(dataclasses.asdict(d) for d in decls),
                      decode=lambda rows: tuple(Declared(**{**row, "mutates": tuple(row["mutates"])}) for row in rows))
     return found if found is not None else ()
@@ -265,7 +286,7 @@ def read_signatures(path: str, module_name: str = "") -> dict[str, tuple[bool, b
 
 @functools.lru_cache(maxsize=512)
 def _read_signatures(path: str, folder: str) -> dict[str, tuple[bool, bool]]:
-    found = _on_disk("signatures", path, "", _signatures)
+    found = _on_disk("signatures-v2", path, "", _signatures)
     return found if found is not None else {}
 
 

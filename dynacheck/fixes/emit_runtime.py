@@ -99,6 +99,28 @@ def _adapted(fake, prototype):
     return call
 
 
+def _schema(fn, mutates):
+    """torch.library's schema for `fn`, with torch.Generator parameters written `Generator?`: the schema
+    language has them, infer_schema rejects them (FlashInfer's sampling ops take one). Dynamo compiles a
+    call whose generator is None; a call given a Generator object still breaks, as it did before."""
+    import inspect
+
+    signature = inspect.signature(fn)
+    generators = [p.name for p in signature.parameters.values() if "Generator" in str(p.annotation)]
+    if not generators:
+        return torch.library.infer_schema(fn, mutates_args=mutates)
+
+    def stand_in(*args, **kwargs):
+        raise NotImplementedError
+
+    stand_in.__signature__ = signature.replace(parameters=[
+        p.replace(annotation=Optional[int]) if p.name in generators else p for p in signature.parameters.values()])
+    schema = torch.library.infer_schema(stand_in, mutates_args=mutates)
+    for name in generators:
+        schema = schema.replace(f"SymInt? {{name}}", f"Generator? {{name}}", 1)
+    return schema
+
+
 def _existing_op(op_name):
     namespace, name = op_name.split("::")
     try:
@@ -118,8 +140,11 @@ def _use_registered(module_name, function, op_name):
     _rebind(original, op, f"registered op torch.ops.{{op_name.replace('::', '.')}} (the library's own)")
 
 
-def _register_declared(module_name, function, op_name, mutates, fake):
-    """Register a module-level declared op for real, with the library's fake; rebind every holder."""
+def _register_declared(module_name, function, op_name, mutates, fake, fake_source=None):
+    """Register a module-level declared op for real, with the library's fake; rebind every holder.
+
+    fake_source: the op is declared `-> None` without a fake; this fake (the op's parameters, no
+    output) is all torch.library needs for it."""
     module = importlib.import_module(module_name)
     original = getattr(module, function)
     if getattr(original, "__dynacheck_wrapped__", False):
@@ -128,10 +153,10 @@ def _register_declared(module_name, function, op_name, mutates, fake):
     if existing is not None:
         _rebind(original, existing, f"registered op torch.ops.{{op_name.replace('::', '.')}} (already in the library)")
         return
-    op = torch.library.custom_op(op_name, original, mutates_args=mutates)
-    op.register_fake(getattr(module, fake))
+    op = torch.library.custom_op(op_name, original, mutates_args=mutates, schema=_schema(original, mutates))
+    op.register_fake(_define(fake_source, module) if fake_source else getattr(module, fake))
     op.__dynacheck_wrapped__ = True
-    _rebind(original, op, f"custom_op {{op_name}} (declared op, declared fake {{fake}})")
+    _rebind(original, op, f"custom_op {{op_name}} (declared op, {{'no output: fake returns None' if fake_source else 'declared fake ' + fake}})")
 
 
 class _FactoryView:
@@ -191,7 +216,7 @@ def _register_factory(module_name, factory, ops, keyed=False):
         op = None if keyed else _existing_op(op_name)
         if op is None:
             prototype = _define(op_source, module, kernel_stub=True)
-            schema = torch.library.infer_schema(prototype, mutates_args=mutates)
+            schema = _schema(prototype, mutates)
             declared_fake = _adapted(_define(fake_source, module), prototype)
             if keyed:
                 schema = "(str factory_key" + (", " if not schema.startswith("()") else "") + schema[1:]
@@ -245,7 +270,7 @@ def _wrap_public(module_name, function, op_name, library_op, factory, fakes):
     view = _FactoryView(None, {{
         attr: _define(source, module, kernel_stub=(kind == "op_body")) for attr, (kind, source) in fakes.items()
     }})
-    op = torch.library.custom_op(op_name, original, mutates_args=())
+    op = torch.library.custom_op(op_name, original, mutates_args=(), schema=_schema(original, ()))
 
     def fake(*args, **kwargs):
         saved = getattr(module, factory)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-from dynacheck.fixes.declared import Declared, read_file, read_signatures
+from dynacheck.fixes.declared import NO_OUTPUT_FAKE, Declared, read_file, read_signatures
 from dynacheck.model import Fix, Hop
 
 MARKER = "# dynacheck: applies FlashInfer-style declared ops"
@@ -147,7 +147,7 @@ def _use_registered_fix(module: str, qualname: str, registered: Declared) -> Fix
 def _missing(decl: Declared) -> str:
     if not decl.fake:
         return f"`{decl.op}` is declared without a fake"
-    return f"`{decl.op}`'s signature has no custom-op schema (e.g. a torch.Generator or Union argument)"
+    return f"`{decl.op}`'s signature has no custom-op schema (e.g. a Union argument, or no annotation)"
 
 
 def _attribute_taken(code: str, factory: str) -> str:
@@ -164,12 +164,16 @@ def _tuple(names: Sequence[str]) -> str:
 
 
 def _module_op_fix(decl: Declared, path: str) -> Fix:
+    no_output = decl.fake == NO_OUTPUT_FAKE
+    fake = f"fake=None, fake_source={decl.fake_source!r}" if no_output else f"fake={decl.fake!r}"
     code = (f"{MARKER}\n"
             f"_register_declared({decl.module!r}, {decl.function!r}, {decl.op!r}, "
-            f"mutates={_tuple(decl.mutates)}, fake={decl.fake!r})\n")
+            f"mutates={_tuple(decl.mutates)}, {fake})\n")
+    with_fake = ("a fake that returns None (the library declares the op `-> None`, writing only "
+                 f"{list(decl.mutates)}, and no fake)" if no_output else f"its declared fake `{decl.fake}`")
     summary = (f"Register FlashInfer's own declaration `{decl.op}` (`{decl.module}.{decl.function}`, mutates "
-               f"{list(decl.mutates) or 'nothing'}) for real with torch.library and its declared fake "
-               f"`{decl.fake}` (register_fake), and rebind every holder: Dynamo then sees one op and never enters the JIT path.")
+               f"{list(decl.mutates) or 'nothing'}) for real with torch.library and {with_fake} (register_fake), "
+               "and rebind every holder: Dynamo then sees one op and never enters the JIT path.")
     return Fix("custom_op", f"{decl.module}.{decl.function}", summary, file=_relative(decl.module, path), line=decl.line,
                snippet=seal(code), sound=True)
 

@@ -7,7 +7,9 @@ to each target root, so `patch -p1` applies it in that root):
   `@register_fake_op("ns::op")` fake -> `@<op>.register_fake`;
 - a process-constant probe (no arguments, nothing tensor) gets `@torch._dynamo.assume_constant_result`;
 - a side-effect statement (a bare call such as `print(...)` or `logger.info(...)`) written in the
-  compiled code is guarded with `if not torch.compiler.is_compiling():`.
+  compiled code is guarded with `if not torch.compiler.is_compiling():`;
+- a branch on a tensor's value (`if flag_from_item:`) gets `not torch.compiler.is_compiling() and`
+  in front of its test: compiled, the test is never evaluated and the branch is not taken.
 What only the patch module can do (replacing a module factory, wrapping a public function with a
 derived fake) is listed in the diff's preamble, which `patch` and `git apply` ignore.
 """
@@ -49,6 +51,7 @@ class _Rewrite(cst.CSTTransformer):
         self.depth = 0
         self.done: list[str] = []
         self.guarded: set[int] = set()
+        self.left: list[str] = []  # declared ops a decorator edit cannot register (the patch module can)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
@@ -56,7 +59,11 @@ class _Rewrite(cst.CSTTransformer):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self.depth -= 1
         name = original.name.value
-        if self.depth == 0 and name in self.edits.declared:
+        if self.depth == 0 and name in self.edits.declared and "Generator" in cst.Module([]).code_for_node(original.params):
+            self.edits.fakes = {k: v for k, v in self.edits.fakes.items() if v != name}
+            self.left.append(f"register {self.edits.declared[name][0]} at {name} (a torch.Generator argument: "
+                             "infer_schema rejects it; the patch module writes the schema)")
+        elif self.depth == 0 and name in self.edits.declared:
             op, mutates = self.edits.declared[name]
             decorator = cst.parse_expression(f"torch.library.custom_op({op!r}, mutates_args={_tuple(mutates)})")
             updated = updated.with_changes(decorators=[
@@ -73,6 +80,18 @@ class _Rewrite(cst.CSTTransformer):
                 d.with_changes(decorator=target) if _registrar(d, "register_fake_op") else d
                 for d in updated.decorators])
         return updated
+
+    def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
+        line = self.get_metadata(PositionProvider, original).start.line
+        if line not in self.edits.guard_lines:
+            return updated
+        self.guarded.add(line)
+        self.done.append(f"guard branch at line {line}")
+        compiling = cst.parse_expression("not torch.compiler.is_compiling()")
+        test = updated.test
+        if isinstance(test, cst.BooleanOperation) or not isinstance(test, (cst.Name, cst.Attribute, cst.Call)):
+            test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if not test.lpar else test
+        return updated.with_changes(test=cst.BooleanOperation(left=compiling, operator=cst.And(), right=test))
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated):
         line = self.get_metadata(PositionProvider, original).start.line
@@ -169,8 +188,9 @@ def make_patch(findings: Sequence[Finding], targets: Sequence[Target]) -> tuple[
         after = cst.MetadataWrapper(cst.parse_module(before)).visit(rewrite).code
         if rewrite.done and "import torch\n" not in after and not re.search(r"^import torch\b", after, re.M):
             after = "import torch\n" + after
+        module_only += rewrite.left
         for line in sorted(edits.guard_lines - rewrite.guarded):  # a branch or an assignment: its value is read
-            module_only.append(f"guard at {relative}:{line} (not a bare call whose value nobody reads: edit by hand)")
+            module_only.append(f"guard at {relative}:{line} (neither a bare call nor an if/elif test: edit by hand)")
         if after != before:
             done += [f"{relative}: {d}" for d in rewrite.done]
             chunks.append("".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),

@@ -169,6 +169,12 @@ def _one(template: FixTemplate, chain, facts, b: int, boundary: Hop, site: Hop, 
             return Fix(kind, site.function, unsound, file=site.file, line=site.line, sound=False)
         return Fix(kind, site.function, f"Compute `{site.function}`'s result at import or model load and read a "
                    "plain module global inside the forward.", file=site.file, line=site.line, sound=template.sound)
+    if kind == "guard" and branch_test(site.code) is not None:
+        return Fix(kind, site.function, "Put `not torch.compiler.is_compiling() and` in front of the branch's test: "
+                   "compiled, the test is never evaluated and the branch is not taken, so the code after it runs "
+                   "instead (eager is unchanged). Keep this edit where that path computes the same result, e.g. "
+                   "the branch is a shortcut.", file=site.file, line=site.line,
+                   snippet=edit_snippet(kind, site.code), sound=template.sound)
     if kind == "guard":
         return Fix(kind, site.function, "Skip it when compiled with `if not torch.compiler.is_compiling():` — "
                    "note the call then never runs inside the compiled model.", file=site.file, line=site.line,
@@ -182,11 +188,24 @@ def edit_snippet(kind: str, code: str) -> str:
     """The edit shown as code for a hazard line (the `fix --patch` diff applies the guard)."""
     if not code:
         return ""
+    test = branch_test(code)
+    if kind == "guard" and test is not None:
+        keyword = code.split(None, 1)[0]
+        return f"{keyword} not torch.compiler.is_compiling() and ({test}):"
     if kind == "guard":
         return f"if not torch.compiler.is_compiling():\n    {code}"
     if kind == "remove":
         return f"# removed from the compiled path: {code}"
     return f"# compute before calling the compiled model and pass the value in: {code}"
+
+
+def branch_test(code: str) -> str | None:
+    """The test of an `if`/`elif` line (`if a and b:` -> `a and b`), None for any other statement."""
+    first = code.strip()
+    for keyword in ("if ", "elif "):
+        if first.startswith(keyword) and first.endswith(":"):
+            return first[len(keyword):-1].strip()
+    return None
 
 
 SIGNATURE_MARK = "the function's real signature, read from its source"

@@ -83,9 +83,11 @@ class _Env:
 class TensorHazards:
     """Finds value hazards in the functions a walk reached; returns them as walk hits."""
 
-    def __init__(self, evaluator: Evaluator, breaks_at: Callable[[str], bool] = lambda name: False) -> None:
+    def __init__(self, evaluator: Evaluator, breaks_at: Callable[[str], bool] = lambda name: False,
+                 compile_time: Callable[[Expr, Scope], bool | None] | None = None) -> None:
         self.ev = evaluator
         self.breaks_at = breaks_at  # external callable name -> a graph-break rule matches it
+        self.compile_time = compile_time  # a test's value under Dynamo when known (is_compiling()), else None
         self._returns: dict[tuple, bool] = {}
         self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values)
 
@@ -260,6 +262,7 @@ class TensorHazards:
         if kind == "class":
             return CLASS_KIND
         if kind == "test":
+            expr = self._compiled_test(expr, env)
             if self._test_reads_tensor(expr, env):
                 return "tensor_branch"
             return "branch_on_tensor_scalar" if self.is_scalar(expr, env) else ""
@@ -282,6 +285,19 @@ class TensorHazards:
         if kind == "format":
             return "tensor_formatted"
         return ""
+
+    def _compiled_test(self, expr: Expr, env: _Env) -> Expr:
+        """The operands of an `and`/`or` test that Dynamo evaluates: `not is_compiling() and x.item() > 0`
+        stops at the first operand, whose value under compile is known to decide the test."""
+        if not expr or expr[0] not in ("and", "or") or self.compile_time is None:
+            return expr
+        decides = expr[0] == "or"  # `and` stops at a False operand, `or` at a True one
+        kept = []
+        for operand in expr[1]:
+            kept.append(operand)
+            if self.compile_time(operand, env.scope) is decides:
+                return (expr[0], tuple(kept))
+        return expr
 
     def _test_reads_tensor(self, expr: Expr, env: _Env) -> bool:
         """A test asks for the truth of every `and`/`or`/`not` operand it evaluates."""
