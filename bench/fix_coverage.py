@@ -21,6 +21,7 @@ from pathlib import Path
 from dynacheck.census.flashinfer_api import public_entries
 from dynacheck.fixes.coverage import cleared
 from dynacheck.fixes.emit import emit_patch
+from dynacheck.fixes.patch import guarded_sites
 from dynacheck.sources.resolve import resolve_target
 from dynacheck.census.flashinfer_api import DEFAULT_API_DEPLOYMENT
 from dynacheck.static.scan import scan_targets
@@ -56,18 +57,19 @@ def measure(name: str, rows, unit: str = "fatal sites") -> dict:
     for label, chosen in (("all", rows), ("without_loglevel_sites", [r for r in rows if not only_with_logging(r)]),
                           ("unconditional_sites", unconditional_sites(rows))):
         fatal = len(chosen)
-        applied = sum(r.fix is not None for r in chosen)
+        applied = sum(r.applied for r in chosen)
+        edited = sum(r.edited for r in chosen)
         declared = sum(r.declared for r in chosen)
         why = collections.Counter()
         for r in chosen:
-            if r.fix is None:
+            if not r.applied:
                 first = next((f for f in r.finding.fixes if f.sound), None)
                 declined = next((f for f in r.finding.fixes if f.kind == "custom_op" and not f.sound
                                  and f.summary.startswith("No declared op fix")), None)
                 reason = declined.summary if declined else (
                     f"first sound fix: {first.kind} at {first.at}" if first else "no sound fix")
                 why[reason] += 1
-        out[label] = {"fatal": fatal, "applied": applied, "declared": declared,
+        out[label] = {"fatal": fatal, "applied": applied, "source_edit": edited, "declared": declared,
                       "applied_share": applied / fatal if fatal else 0.0,
                       "declared_share": declared / fatal if fatal else 0.0, "not_cleared": why.most_common()}
     return out
@@ -91,7 +93,8 @@ def main() -> int:
     deployed = []  # the same, on the API census's deployment (sm100, CUDA, default env: FLASHINFER_LOGLEVEL unset)
     for entry in entries:
         deployed += cleared(scan_targets([flashinfer], [entry], deployment=DEFAULT_API_DEPLOYMENT).findings)
-    results = [measure("flagship (glm5 preset: the GLM-5-NVFP4 SM120 deployment)", cleared(flagship.findings)),
+    flagship_rows = cleared(flagship.findings, guarded_sites(flagship.findings, flagship.targets))
+    results = [measure("flagship (glm5 preset: the GLM-5-NVFP4 SM120 deployment)", flagship_rows),
                measure(f"flashinfer 0.6.3 public API ({len(entries)} exported functions, one scan per function)",
                        pairs, unit="(exported function, fatal site) pairs"),
                measure(f"flashinfer 0.6.3 public API on the API census deployment (sm100, default env; {len(entries)} "
@@ -115,19 +118,21 @@ def main() -> int:
 def _write(path: Path, results: list[dict]) -> None:
     lines = [SECTION, "", f"Command: `{COMMAND}` (offline, cached wheels; torch {_torch()})", "",
              "A site is cleared when the patch module applies a fix on its chain (a custom op at or above it, or a "
-             "hoist / assume_constant_result of its function); skeletons and hand edits do not count. A fix "
+             "hoist / assume_constant_result of its function), or, on the flagship, when `dynacheck fix --patch` "
+             "guards its line in the source (a bare side-effect call, or a branch on a tensor's value that then "
+             "is not taken when compiled); skeletons and hand edits do not count. A fix "
              "\"built from FlashInfer's declarations\" registers ops FlashInfer declares, with their fakes; the other "
              "applied fixes are custom ops whose fake is the function's own body with its out-writing JIT kernel a "
              "no-op (SGLang's `jit_kernel`, `dynacheck/fixes/out_kernels.py`). "
              "\"without LOGLEVEL sites\" leaves out the sites reached only through `@flashinfer_api`'s logging "
              "wrapper, which exists only when FLASHINFER_LOGLEVEL > 0 (default 0).", "",
-             "| scan | counted | unit | fatal | cleared by an applied fix | share | fix built from FlashInfer's "
-             "declarations | share |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| scan | counted | unit | fatal | cleared by an applied fix | of which a source edit | share | fix built "
+             "from FlashInfer's declarations | share |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in results:
         for label in ("all", "without_loglevel_sites", "unconditional_sites"):
             m = r[label]
             lines.append(f"| {r['scan']} | {label.replace('_', ' ')} | {r['unit']} | {m['fatal']} | {m['applied']} | "
-                         f"{m['applied_share']:.0%} | {m['declared']} | {m['declared_share']:.0%} |")
+                         f"{m['source_edit']} | {m['applied_share']:.0%} | {m['declared']} | {m['declared_share']:.0%} |")
     lines += ["", "Every site left without an applied fix, with the reason: `reports/fixes/coverage.json`.", ""]
     text = path.read_text() if path.exists() else "# Benchmark results\n"
     if SECTION in text:

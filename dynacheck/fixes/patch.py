@@ -177,15 +177,29 @@ def _guardable(fix: Fix, finding: Finding) -> bool:
     return guard is not None and guard.sound and finding.outcome.fatal_under_fullgraph
 
 
-def make_patch(findings: Sequence[Finding], targets: Sequence[Target]) -> tuple[str, list[str], list[str]]:
-    """(unified diff text, edits made, fixes left to the patch module or to hand)."""
+def guarded_sites(findings: Sequence[Finding], targets: Sequence[Target]) -> set[tuple[str, int]]:
+    """(file, line) of every hazard line `fix --patch` guards: what its diff clears (fix coverage)."""
+    return {(relative, line) for relative, rewrite, _, _ in _rewrites(findings, targets)[0] for line in rewrite.guarded}
+
+
+def _rewrites(findings: Sequence[Finding], targets: Sequence[Target]):
+    """([(relative path, rewrite, text before, text after)], fixes the diff cannot make)."""
     files, module_only = plan_edits(findings, targets)
-    chunks, done = [], []
+    out = []
     for path in sorted(files):
         relative, edits = files[path]
         before = path.read_text(encoding="utf-8")
         rewrite = _Rewrite(edits)
-        after = cst.MetadataWrapper(cst.parse_module(before)).visit(rewrite).code
+        out.append((relative, rewrite, before, cst.MetadataWrapper(cst.parse_module(before)).visit(rewrite).code))
+    return out, module_only
+
+
+def make_patch(findings: Sequence[Finding], targets: Sequence[Target]) -> tuple[str, list[str], list[str]]:
+    """(unified diff text, edits made, fixes left to the patch module or to hand)."""
+    rewrites, module_only = _rewrites(findings, targets)
+    chunks, done = [], []
+    for relative, rewrite, before, after in rewrites:
+        edits = rewrite.edits
         if rewrite.done and "import torch\n" not in after and not re.search(r"^import torch\b", after, re.M):
             after = "import torch\n" + after
         module_only += rewrite.left
