@@ -35,9 +35,104 @@ def test_models_are_read_from_entry_class_lists(tmp_path):
     child = found["ChildForCausalLM"]
     assert child.entry == "sglang.srt.models.base:BaseModel.forward"  # the inner model, through the base
     assert "self.model = BaseModel" in child.how and child.takes_quant_config
-    assert found["Plain"].entry == "sglang.srt.models.child:Plain.forward"
-    assert found["Plain"].how.startswith("own forward") and not found["Plain"].takes_quant_config
-    assert found["Empty"].entry == "" and "no forward" in found["Empty"].how
+    # no `.model`: the runner raises at `model.model = resolve_language_model(model)`; its own forward is never compiled
+    assert found["Plain"].entry == "" and "AttributeError" in found["Plain"].not_compiled
+    assert not found["Plain"].takes_quant_config
+    assert found["Empty"].entry == "" and found["Empty"].not_compiled
+
+
+RUNNER = '''
+def resolve_language_model(model):
+    model_cls_name = model.__class__.__name__
+    if model_cls_name == "OmniForConditionalGeneration":
+        return model.thinker.model
+    return model.model
+'''
+
+CONFIG = '''
+class ModelConfig:
+    def _config_draft_model(self):
+        is_draft_model = self.is_draft_model
+        if is_draft_model and self.hf_config.architectures[0] == "TextForCausalLM":
+            self.hf_config.architectures[0] = "TextForCausalLMMTP"
+'''
+
+MODELS = '''
+from sglang.srt.models.base import BaseModel
+
+
+class TextModel:
+    def forward(self, x):
+        return x
+
+
+class OtherModel:
+    def forward(self, x):
+        return x
+
+
+class TextForCausalLM:
+    def __init__(self, config, quant_config=None):
+        self.model = self._init_model(config)
+
+    def _init_model(self, config):
+        return TextModel(config)
+
+
+class VisionForConditionalGeneration:
+    def __init__(self, config, quant_config=None, language_model_cls=OtherModel):
+        self.model = language_model_cls(config)
+        self.language_model = TextForCausalLM(config)
+
+
+class VisionBase:
+    def __init__(self, config, quant_config=None, language_model_cls=OtherModel):
+        self.model = language_model_cls(config)
+
+
+class DerivedVision(VisionBase):
+    def __init__(self, config, quant_config=None, language_model_cls=TextModel):
+        super().__init__(config, quant_config, language_model_cls)
+
+
+class Thinker:
+    def __init__(self, config):
+        self.model = TextModel(config)
+
+
+class OmniForConditionalGeneration:
+    def __init__(self, config):
+        self.thinker = Thinker(config)
+
+
+class TextForCausalLMMTP(TextForCausalLM):
+    pass
+
+
+EntryClass = [TextForCausalLM, VisionForConditionalGeneration, VisionBase, DerivedVision,
+              OmniForConditionalGeneration, TextForCausalLMMTP]
+'''
+
+
+def test_the_entry_is_what_the_piecewise_runner_compiles(tmp_path):
+    """`getattr(model, "language_model", model).model`, after `resolve_language_model` (read from the
+    runner's source); draft-only classes (read from ModelConfig) compile nothing."""
+    root = _tree(tmp_path)
+    srt = root / "sglang" / "srt"
+    for folder, name, text in (("model_executor", "model_runner.py", RUNNER), ("configs", "model_config.py", CONFIG),
+                               ("models", "text.py", MODELS)):
+        (srt / folder).mkdir(exist_ok=True)
+        (srt / folder / name).write_text(text)
+    found = {m.name: m for m in registered_models(root)}
+    text = "sglang.srt.models.text:TextModel.forward"
+    assert found["TextForCausalLM"].entry == text  # self.model = self._init_model(...) -> its return
+    assert found["VisionForConditionalGeneration"].entry == text  # language_model.model, not model
+    assert "self.language_model = TextForCausalLM" in found["VisionForConditionalGeneration"].how
+    assert found["VisionBase"].entry == "sglang.srt.models.text:OtherModel.forward"  # its own default class
+    assert found["DerivedVision"].entry == text  # the subclass passes its default down
+    assert found["OmniForConditionalGeneration"].entry == text  # resolve_language_model: thinker.model
+    mtp = found["TextForCausalLMMTP"]
+    assert mtp.entry == "" and "draft" in mtp.not_compiled and "model_config.py:6" in mtp.how
 
 
 def test_default_matrix_is_quantizations_by_gpus():

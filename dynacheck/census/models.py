@@ -1,8 +1,10 @@
 """The model classes SGLang registers, read from `sglang/srt/models/*.py` without importing them.
 
-Each file's `EntryClass = X` or `EntryClass = [X, Y]` names the classes; the forward the piecewise
-runner compiles is the inner model's (`self.model = DeepseekV2Model(...)` in the class's `__init__`
-or a base's), falling back to the class's own forward. Which one was used is recorded.
+Each file's `EntryClass = X` or `EntryClass = [X, Y]` names the classes. The forward a census walks
+is the one the piecewise runner compiles: `getattr(model, "language_model", model).model`, found
+from `self.model = DeepseekV2Model(...)` (or a method that returns the class) in `__init__` or a
+base's. A class without `.model`, or one loaded only by a speculative draft worker, gets no entry
+and the reason (read from SGLang's runner and ModelConfig), never a walk of code nobody compiles.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODELS_PACKAGE = "sglang.srt.models"
+RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
+MODEL_CONFIG_MODULE = "sglang.srt.configs.model_config"
 
 
 @dataclass(frozen=True)
@@ -20,9 +24,10 @@ class ModelEntry:
 
     name: str  # the registered class, e.g. GlmMoeDsaForCausalLM
     module: str  # where it is registered
-    entry: str  # module:Class.forward walked from ("" when unresolved)
-    how: str  # "inner model (self.model = X)" | "own forward" | why unresolved
+    entry: str  # module:Class.forward walked from ("" when nothing is compiled or it is unresolved)
+    how: str  # "compiled module (self.model = X)" | why there is no entry
     takes_quant_config: bool  # its __init__ (or a base's) accepts quant_config
+    not_compiled: str = ""  # why the piecewise runner compiles nothing for it (read from SGLang's sources)
 
 
 @dataclass
@@ -30,6 +35,7 @@ class _Module:
     name: str
     classes: dict[str, ast.ClassDef]
     imports: dict[str, str]  # local name -> "module:Name"
+    tree: ast.Module | None = None
 
 
 def _read(path: Path, name: str) -> _Module | None:
@@ -43,7 +49,7 @@ def _read(path: Path, name: str) -> _Module | None:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 imports[alias.asname or alias.name] = f"{node.module}:{alias.name}"
-    return _Module(name, classes, imports)
+    return _Module(name, classes, imports, tree)
 
 
 def _registered(path: Path) -> list[str]:
@@ -104,49 +110,196 @@ class _Sources:
 
 
 def _init_of(cls: ast.ClassDef) -> ast.FunctionDef | None:
-    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    return _method(cls, "__init__")
 
 
-def _inner_model(init: ast.FunctionDef) -> str | None:
-    """The class name in `self.model = X(...)` inside `__init__`, if any."""
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _self_assignment(init: ast.FunctionDef, attr: str) -> ast.expr | None:
+    """The value of the first `self.<attr> = value` in `__init__` (tuple targets included)."""
     for node in ast.walk(init):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            for target in node.targets:
-                if (isinstance(target, ast.Attribute) and target.attr == "model"
-                        and isinstance(target.value, ast.Name) and target.value.id == "self"):
-                    func = node.value.func
-                    if isinstance(func, ast.Name):
-                        return func.id
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if _is_self_attr(target, attr):
+                return node.value
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                for sub, value in zip(target.elts, node.value.elts):
+                    if _is_self_attr(sub, attr):
+                        return value
     return None
+
+
+def _is_self_attr(node: ast.expr, attr: str) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
+
+
+def _calls_super_init(init: ast.FunctionDef) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+               for n in ast.walk(init))
+
+
+_UNRESOLVED = "unresolved"
+
+
+def _attribute_class(sources: _Sources, chain, attr: str):
+    """The class `self.<attr>` holds after construction: (module, ClassDef), None when never assigned
+    (the attribute does not exist), or (_UNRESOLVED, text) when assigned from something not read here.
+
+    The nearest `__init__` that assigns it wins; an `__init__` that does not call a base's `__init__`
+    ends the search (the bases' assignments never run)."""
+    for mod, cls in chain:
+        init = _init_of(cls)
+        if init is None:
+            continue
+        value = _self_assignment(init, attr)
+        if value is not None:
+            return _class_of(sources, chain, mod, value)
+        if not _calls_super_init(init):
+            return None
+    return None
+
+
+def _class_of(sources: _Sources, chain, mod: str, value: ast.expr):
+    if isinstance(value, ast.IfExp):  # `X(...) if cond else Y(...)`: the first branch (the usual one)
+        value = value.body
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        found = sources.find_class(mod, value.func.id) or _parameter_default(sources, chain, value.func.id)
+        return found if found is not None else (_UNRESOLVED, ast.unparse(value.func))
+    if isinstance(value, ast.Call) and _is_self_attr(value.func, value.func.attr if isinstance(value.func, ast.Attribute) else ""):
+        name = value.func.attr  # `self.model = self._init_model(...)`: what the method returns
+        for method_mod, owner in chain:
+            method = _method(owner, name)
+            if method is None:
+                continue
+            for node in ast.walk(method):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) \
+                        and isinstance(node.value.func, ast.Name):
+                    found = sources.find_class(method_mod, node.value.func.id)
+                    if found is not None:
+                        return found
+            break
+    return (_UNRESOLVED, ast.unparse(value)[:80])
+
+
+def _parameter_default(sources: _Sources, chain, name: str):
+    """`self.model = language_model_cls(...)` with `language_model_cls=Qwen3LLMModel` a parameter of
+    `__init__`: the default of the most derived `__init__` that declares it (it passes its own down)."""
+    for mod, cls in chain:
+        init = _init_of(cls)
+        if init is None:
+            continue
+        params = init.args.args + init.args.kwonlyargs
+        defaults = dict(zip([a.arg for a in init.args.args][-len(init.args.defaults):] if init.args.defaults else [],
+                            init.args.defaults))
+        defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is not None})
+        if name in [a.arg for a in params] and isinstance(defaults.get(name), ast.Name):
+            return sources.find_class(mod, defaults[name].id)
+    return None
+
+
+def _language_model_paths(sources: _Sources) -> dict[str, tuple[str, ...]]:
+    """`resolve_language_model`'s exceptions: class name -> attribute path (Qwen3-Omni: thinker.model)."""
+    module = sources.module(RUNNER_MODULE)
+    if module is None or module.tree is None:
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "resolve_language_model":
+            for branch in ast.walk(node):
+                if isinstance(branch, ast.If) and isinstance(branch.test, ast.Compare) \
+                        and isinstance(branch.test.comparators[0], ast.Constant) and branch.body \
+                        and isinstance(branch.body[0], ast.Return):
+                    path = ast.unparse(branch.body[0].value).split(".")[1:]
+                    out[str(branch.test.comparators[0].value)] = tuple(path)
+    return out
+
+
+def draft_only_classes(sources: _Sources) -> dict[str, str]:
+    """Classes SGLang loads only for a speculative draft worker, which never builds the piecewise
+    runner (`can_run_piecewise_cuda_graph` returns False for it): the names `ModelConfig` substitutes
+    under `is_draft_model`, with the line that does it."""
+    module = sources.module(MODEL_CONFIG_MODULE)
+    if module is None or module.tree is None:
+        return {}
+    out: dict[str, str] = {}
+    where = MODEL_CONFIG_MODULE.replace(".", "/") + ".py"
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.If) and "is_draft_model" in ast.unparse(node.test):
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) \
+                        and isinstance(stmt.value.value, str) and "architectures" in ast.unparse(stmt.targets[0]):
+                    out.setdefault(stmt.value.value, f"{where}:{stmt.lineno}")
+    return out
+
+
+DRAFT_MODULE_SUFFIXES = ("_nextn", "_mtp", "_eagle", "_eagle3")
 
 
 def _has_forward(cls: ast.ClassDef) -> bool:
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward" for n in cls.body)
 
 
-def resolve(sources: _Sources, module: str, name: str) -> ModelEntry:
+def _forward_of(sources: _Sources, found) -> str:
+    """`module:Class.forward` for the class or the nearest SGLang base that defines forward ("" if none)."""
+    for mod, cls in sources.mro(*found):
+        if _has_forward(cls):
+            return f"{mod}:{cls.name}.forward"
+    return ""
+
+
+def resolve(sources: _Sources, module: str, name: str, draft: dict[str, str] | None = None,
+            paths: dict[str, tuple[str, ...]] | None = None) -> ModelEntry:
+    """The forward the piecewise runner compiles for this class, or why it compiles none.
+
+    The runner first sets `model.model = resolve_language_model(model)` (`model.model`, or the path
+    that function names) and then compiles `getattr(model, "language_model", model).model`
+    (`model_runner.py` `init_piecewise_cuda_graphs`, `piecewise_cuda_graph_runner.py`)."""
     found = sources.find_class(module, name)
     if found is None:
         return ModelEntry(name, module, "", f"class {name} not found in {module} or its imports", False)
     chain = sources.mro(*found)
     takes_quant = any("quant_config" in [a.arg for a in init.args.args + init.args.kwonlyargs]
                       for _, c in chain if (init := _init_of(c)) is not None)
-    for mod, cls in chain:
-        init = _init_of(cls)
-        if init is None:
-            continue
-        inner = _inner_model(init)
-        if inner:
-            target = sources.find_class(mod, inner)
-            if target is not None:
-                return ModelEntry(name, module, f"{target[0]}:{inner}.forward",
-                                  f"inner model (self.model = {inner}(...) in {cls.name}.__init__)", takes_quant)
-        break  # the nearest __init__ decides what self.model is
-    for mod, cls in chain:
-        if _has_forward(cls):
-            return ModelEntry(name, module, f"{mod}:{cls.name}.forward", "own forward (no self.model found)",
-                              takes_quant)
-    return ModelEntry(name, module, "", "no forward defined in the class or its SGLang bases", takes_quant)
+    draft = draft or {}
+    if name in draft or module.rsplit(".", 1)[-1].endswith(DRAFT_MODULE_SUFFIXES):
+        why = (f"ModelConfig substitutes it for draft models only ({draft[name]})" if name in draft
+               else f"registered in a draft module ({module.rsplit('.', 1)[-1]}.py)")
+        return ModelEntry(name, module, "", f"draft-only class: {why}", takes_quant,
+                          not_compiled=f"a speculative draft class ({why}); a draft worker never builds the piecewise "
+                                       "runner (`can_run_piecewise_cuda_graph` returns False for it)")
+    path = (paths or {}).get(name, ("model",))
+    holder, how = found, []
+    for attr in path:  # model.model must exist: the runner assigns it before anything else
+        held = _attribute_class(sources, sources.mro(*holder), attr) if holder[0] != _UNRESOLVED else holder
+        if held is None:
+            return ModelEntry(name, module, "", f"no `.{'.'.join(path)}`", takes_quant,
+                              not_compiled=f"{name} has no `.{'.'.join(path)}`: with piecewise CUDA graphs on, the runner "
+                                           "raises AttributeError at `model.model = resolve_language_model(model)` "
+                                           "(model_runner.py init_piecewise_cuda_graphs) and the server does not start")
+        how.append(f"self.{attr} = {held[1] if held[0] == _UNRESOLVED else held[1].name}")
+        holder = held
+    language = _attribute_class(sources, chain, "language_model")
+    if language is not None:  # compiled: model.language_model.model
+        if language[0] == _UNRESOLVED:
+            return ModelEntry(name, module, "", f"self.language_model = {language[1]} (not read)", takes_quant)
+        compiled = _attribute_class(sources, sources.mro(*language), "model")
+        how = [f"self.language_model = {language[1].name}"] + ([f".model = {compiled[1].name if compiled[0] != _UNRESOLVED else compiled[1]}"]
+                                                                if compiled else [])
+        if compiled is None:
+            return ModelEntry(name, module, "", "no `.language_model.model`", takes_quant,
+                              not_compiled=f"{name}.language_model ({language[1].name}) has no `.model`: the runner "
+                                           "raises AttributeError when it compiles `language_model.model`")
+        holder = compiled
+    if holder[0] == _UNRESOLVED:
+        return ModelEntry(name, module, "", f"{' -> '.join(how)}: not read statically", takes_quant)
+    entry = _forward_of(sources, holder)
+    if not entry:
+        return ModelEntry(name, module, "", f"{' -> '.join(how)}: no forward defined", takes_quant)
+    return ModelEntry(name, module, entry, f"compiled module ({' -> '.join(how)})", takes_quant)
 
 
 def registered_models(sglang_root: Path) -> list[ModelEntry]:
@@ -156,9 +309,10 @@ def registered_models(sglang_root: Path) -> list[ModelEntry]:
     """
     models_dir = sglang_root / MODELS_PACKAGE.replace(".", "/")
     sources = _Sources(sglang_root)
+    draft, paths = draft_only_classes(sources), _language_model_paths(sources)
     entries: list[ModelEntry] = []
     for path in sorted(models_dir.glob("*.py")):
         module = f"{MODELS_PACKAGE}.{path.stem}"
         for name in _registered(path):
-            entries.append(resolve(sources, module, name))
+            entries.append(resolve(sources, module, name, draft, paths))
     return entries

@@ -137,6 +137,8 @@ def _sglang_root(targets: Sequence[Target]) -> Path:
 
 
 def _not_applicable(model: ModelEntry, deployment: CensusDeployment) -> str | None:
+    if model.not_compiled:
+        return model.not_compiled
     if deployment.quantization and not model.takes_quant_config:
         return (f"{model.name}.__init__ (and its SGLang bases) take no quant_config: a "
                 f"{deployment.quantization} checkpoint is not applied to this model")
@@ -158,7 +160,8 @@ def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment
     wanted: dict[str, list[CensusDeployment]] = {}
     for model in registered:
         if not model.entry:
-            census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
+            if not model.not_compiled:
+                census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
             continue
         for deployment in deployments:
             if _not_applicable(model, deployment) is None and deployment not in wanted.setdefault(model.entry, []):
@@ -185,7 +188,7 @@ def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment
         if executor is not None:
             executor.shutdown()
     for model in registered:
-        if not model.entry:
+        if not model.entry and not model.not_compiled:
             continue
         for deployment in deployments:
             reason = _not_applicable(model, deployment)
