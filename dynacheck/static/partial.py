@@ -11,6 +11,8 @@ a *condition* the chain carries. Everything is bounded (depth, value-set size) a
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
@@ -1087,7 +1089,16 @@ def _as_value(result: Known) -> Value:
             return only.value
     if result.values is None:
         return Value("unknown")
-    return Value("known", name=repr(sorted(map(_label, result.values)))[:80], items=tuple(result.values))
+    return Value("known", name=known_name(result.values), items=tuple(result.values))
+
+
+def known_name(values) -> str:
+    """A Value name for known values: readable, and distinct for distinct values (Value.key() holds the
+    name, so two values with one name are merged): a long one ends in a digest of the whole."""
+    full = repr(sorted(map(_label, values)))
+    if len(full) <= 80:
+        return full
+    return full[:60] + "..." + hashlib.blake2b(full.encode(), digest_size=8).hexdigest()
 
 
 _OBJECT_NUMBERS: dict = {}  # deployment object -> its number, in the (deterministic) order first seen
@@ -1098,7 +1109,34 @@ def _label(value: Any) -> str:
     deployment objects are numbered instead (equal objects, equal numbers)."""
     if isinstance(value, Obj):
         return f"{value.kind}#{_OBJECT_NUMBERS.setdefault(value, len(_OBJECT_NUMBERS))}"
+    if isinstance(value, Ref):  # a dataclass repr of nested Values and scopes costs ~0.1 ms, and was cut at 80
+        return _ref_label(value.value)
+    if isinstance(value, Partial):
+        return f"<partial {_ref_label(value.func)} {[(k, _known_label(v)) for k, v in value.kwargs]}>"
     return repr(value)
+
+
+_ALLOCATIONS: dict = {}  # (id(expr), id(scope)) -> (number, expr, scope): both kept alive, so no id is reused
+
+
+def _ref_label(value: Value) -> str:
+    """An entity's name; an instance also names its allocation (`TopK(..., use_grouped_topk=False)` in
+    one layer is not the TopK of another), numbered in the order the walk first meets it."""
+    owner = value.self_cls.name if value.self_cls is not None else ""
+    where = ""
+    if value.expr is not None:
+        key = (id(value.expr), id(value.scope))
+        entry = _ALLOCATIONS.get(key)
+        if entry is None:
+            entry = _ALLOCATIONS[key] = (len(_ALLOCATIONS), value.expr, value.scope)
+        where = f" #{entry[0]}"
+    return f"<{value.kind} {value.module}:{value.name}{' of ' + owner if owner else ''}{where}>"
+
+
+def _known_label(known_value: Any) -> str:
+    if isinstance(known_value, Known):
+        return "?" if known_value.values is None else repr(sorted(map(_label, known_value.values)))
+    return _label(known_value)
 
 
 def render_test(test: Expr) -> str:

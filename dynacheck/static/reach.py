@@ -15,7 +15,7 @@ from dynacheck import model as m
 from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.summary import CallSite
-from dynacheck.static.partial import Obj, Ref
+from dynacheck.static.partial import Obj, Ref, known_name
 from dynacheck.static.values import Evaluator, Scope, Value, weaker
 
 MAX_NODES = 20_000
@@ -304,7 +304,7 @@ class Reacher:
             if result.values is not None and len(result.values) == 1:
                 only = next(iter(result.values))
                 if isinstance(only, (bool, int, float, str, type(None), Obj)):
-                    bound.append((name, (Value("known", name=repr(only)[:40], items=(only,)),)))
+                    bound.append((name, (Value("known", name=known_name((only,)), items=(only,)),)))
                 elif isinstance(only, Ref) and only.value.kind == "inst" and only.value.expr:
                     # an object built from known arguments (a config dataclass): one node per allocation
                     label = f"{only.value.name}@{id(only.value.expr)}"
