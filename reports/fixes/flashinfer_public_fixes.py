@@ -18,7 +18,7 @@ Import it before the server starts (first import, or from sitecustomize.py). Fix
   15. [applied] custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module
   16. [applied] custom_op at flashinfer.norm._rmsnorm
   17. [applied] custom_op at flashinfer.norm._gemma_rmsnorm
-  18. [skeleton] custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel
+  18. [applied] custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel
   19. [applied] custom_op at flashinfer.page._append_paged_kv_cache_kernel
   20. [applied] custom_op at flashinfer.quantization._packbits
   21. [applied] custom_op at flashinfer.rope._apply_rope
@@ -27,19 +27,13 @@ Import it before the server starts (first import, or from sitecustomize.py). Fix
   24. [applied] custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache
   25. [applied] custom_op at flashinfer.rope._apply_llama31_rope_pos_ids
   26. [applied] custom_op at flashinfer.sampling.get_sampling_module
-  27. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits
-  28. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs
-  29. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs
-  30. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs
-  31. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs
-  32. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs
-  33. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling
-  34. [applied] custom_op at flashinfer.topk.get_topk_module
-  35. [applied] hoist at flashinfer.jit.cpp_ext.get_cuda_path
-  36. [skeleton] custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa
-  37. [skeleton] custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla
-  38. [skeleton] custom_op at flashinfer.api_logging._dump_function_outputs
-  39. [skeleton] custom_op at flashinfer.api_logging._log_function_inputs
+  27. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs
+  28. [applied] custom_op at flashinfer.topk.get_topk_module
+  29. [applied] hoist at flashinfer.jit.cpp_ext.get_cuda_path
+  30. [skeleton] custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa
+  31. [skeleton] custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla
+  32. [skeleton] custom_op at flashinfer.api_logging._dump_function_outputs
+  33. [skeleton] custom_op at flashinfer.api_logging._log_function_inputs
 To do by hand (not applied here):
   - remove at flashinfer.autotuner.autotune: Log outside the compiled region (in the caller of the compiled module) or drop the line.
   - remove at flashinfer.fp4_quantization.nvfp4_quantize: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
@@ -149,6 +143,28 @@ def _adapted(fake, prototype):
     return call
 
 
+def _schema(fn, mutates):
+    """torch.library's schema for `fn`, with torch.Generator parameters written `Generator?`: the schema
+    language has them, infer_schema rejects them (FlashInfer's sampling ops take one). Dynamo compiles a
+    call whose generator is None; a call given a Generator object still breaks, as it did before."""
+    import inspect
+
+    signature = inspect.signature(fn)
+    generators = [p.name for p in signature.parameters.values() if "Generator" in str(p.annotation)]
+    if not generators:
+        return torch.library.infer_schema(fn, mutates_args=mutates)
+
+    def stand_in(*args, **kwargs):
+        raise NotImplementedError
+
+    stand_in.__signature__ = signature.replace(parameters=[
+        p.replace(annotation=Optional[int]) if p.name in generators else p for p in signature.parameters.values()])
+    schema = torch.library.infer_schema(stand_in, mutates_args=mutates)
+    for name in generators:
+        schema = schema.replace(f"SymInt? {name}", f"Generator? {name}", 1)
+    return schema
+
+
 def _existing_op(op_name):
     namespace, name = op_name.split("::")
     try:
@@ -168,8 +184,11 @@ def _use_registered(module_name, function, op_name):
     _rebind(original, op, f"registered op torch.ops.{op_name.replace('::', '.')} (the library's own)")
 
 
-def _register_declared(module_name, function, op_name, mutates, fake):
-    """Register a module-level declared op for real, with the library's fake; rebind every holder."""
+def _register_declared(module_name, function, op_name, mutates, fake, fake_source=None):
+    """Register a module-level declared op for real, with the library's fake; rebind every holder.
+
+    fake_source: the op is declared `-> None` without a fake; this fake (the op's parameters, no
+    output) is all torch.library needs for it."""
     module = importlib.import_module(module_name)
     original = getattr(module, function)
     if getattr(original, "__dynacheck_wrapped__", False):
@@ -178,10 +197,10 @@ def _register_declared(module_name, function, op_name, mutates, fake):
     if existing is not None:
         _rebind(original, existing, f"registered op torch.ops.{op_name.replace('::', '.')} (already in the library)")
         return
-    op = torch.library.custom_op(op_name, original, mutates_args=mutates)
-    op.register_fake(getattr(module, fake))
+    op = torch.library.custom_op(op_name, original, mutates_args=mutates, schema=_schema(original, mutates))
+    op.register_fake(_define(fake_source, module) if fake_source else getattr(module, fake))
     op.__dynacheck_wrapped__ = True
-    _rebind(original, op, f"custom_op {op_name} (declared op, declared fake {fake})")
+    _rebind(original, op, f"custom_op {op_name} (declared op, {'no output: fake returns None' if fake_source else 'declared fake ' + fake})")
 
 
 class _FactoryView:
@@ -241,7 +260,7 @@ def _register_factory(module_name, factory, ops, keyed=False):
         op = None if keyed else _existing_op(op_name)
         if op is None:
             prototype = _define(op_source, module, kernel_stub=True)
-            schema = torch.library.infer_schema(prototype, mutates_args=mutates)
+            schema = _schema(prototype, mutates)
             declared_fake = _adapted(_define(fake_source, module), prototype)
             if keyed:
                 schema = "(str factory_key" + (", " if not schema.startswith("()") else "") + schema[1:]
@@ -295,7 +314,7 @@ def _wrap_public(module_name, function, op_name, library_op, factory, fakes):
     view = _FactoryView(None, {
         attr: _define(source, module, kernel_stub=(kind == "op_body")) for attr, (kind, source) in fakes.items()
     })
-    op = torch.library.custom_op(op_name, original, mutates_args=())
+    op = torch.library.custom_op(op_name, original, mutates_args=(), schema=_schema(original, ()))
 
     def fake(*args, **kwargs):
         saved = getattr(module, factory)
@@ -592,34 +611,13 @@ _apply(_fix_17, "custom_op at flashinfer.norm._gemma_rmsnorm")
 
 
 # Fix 18: custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_18 = True and check compiled output against eager.
-ENABLE_FIX_18 = False
-
-
+# Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
 def _fix_18():
-    if not ENABLE_FIX_18:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.page._append_paged_mla_kv_cache_kernel')
-        return
-    loaded = _load('flashinfer.page._append_paged_mla_kv_cache_kernel')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::page__append_paged_mla_kv_cache_kernel', mutates_args=())
-    def op(append_ckv: torch.Tensor, append_kpe: torch.Tensor, batch_indices: torch.Tensor, positions: torch.Tensor, ckv_cache: Optional[torch.Tensor], kpe_cache: Optional[torch.Tensor], kv_indices: torch.Tensor, kv_indptr: torch.Tensor, kv_last_page_len: torch.Tensor) -> None:
-        return original(append_ckv, append_kpe, batch_indices, positions, ckv_cache, kpe_cache, kv_indices, kv_indptr, kv_last_page_len)
-
-    @op.register_fake
-    def _fake(append_ckv: torch.Tensor, append_kpe: torch.Tensor, batch_indices: torch.Tensor, positions: torch.Tensor, ckv_cache: Optional[torch.Tensor], kpe_cache: Optional[torch.Tensor], kv_indices: torch.Tensor, kv_indptr: torch.Tensor, kv_last_page_len: torch.Tensor) -> None:
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.page._append_paged_mla_kv_cache_kernel: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::page__append_paged_mla_kv_cache_kernel", owner, attr)
+    # dynacheck: applies FlashInfer-style declared ops
+    _register_declared('flashinfer.page', '_append_paged_mla_kv_cache_kernel', 'flashinfer::append_paged_mla_kv_cache', mutates=('ckv_cache', 'kpe_cache', ), fake=None, fake_source='def _fake_append_paged_mla_kv_cache_kernel(\n    append_ckv: torch.Tensor,\n    append_kpe: torch.Tensor,\n    batch_indices: torch.Tensor,\n    positions: torch.Tensor,\n    ckv_cache: Optional[torch.Tensor],\n    kpe_cache: Optional[torch.Tensor],\n    kv_indices: torch.Tensor,\n    kv_indptr: torch.Tensor,\n    kv_last_page_len: torch.Tensor,\n) -> None:\n    return None\n')
 
 
-_apply(_fix_18, 'custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel')
+_apply(_fix_18, "custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel")
 
 
 # Fix 19: custom_op at flashinfer.page._append_paged_kv_cache_kernel (DC071 GB0156)
@@ -699,16 +697,22 @@ def _fix_26():
     # torch.library.custom_op + register_fake for each declared op
     _register_factory('flashinfer.sampling', 'get_sampling_module', [
         ('softmax', 'flashinfer::softmax', ('workspace_buffer', ), 'def softmax(\n    workspace_buffer: torch.Tensor,\n    logits: torch.Tensor,\n    maybe_temperature_arr: Optional[torch.Tensor],\n    temperature_val: float,\n    enable_pdl: bool,\n) -> torch.Tensor:\n    ...\n', 'def _fake_softmax(\n    workspace_buffer: torch.Tensor,\n    logits: torch.Tensor,\n    maybe_temperature_arr: Optional[torch.Tensor],\n    temperature_val: float,\n    enable_pdl: bool,\n) -> torch.Tensor:\n    return torch.empty_like(logits, device=logits.device, dtype=torch.float32)\n'),
+        ('sampling_from_logits', 'flashinfer::sampling_from_logits', (), 'def sampling_from_logits(\n    logits: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n    seed: Optional[int] = None,\n    offset: Optional[int] = None,\n) -> torch.Tensor:\n    ...\n', 'def _fake_sampling_from_logits(\n    logits: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n) -> torch.Tensor:\n    batch_size = indices.size(0) if indices is not None else logits.size(0)\n    out_dtype = indices.dtype if indices is not None else torch.int32\n    return torch.empty(batch_size, dtype=out_dtype, device=logits.device)\n'),
+        ('sampling_from_probs', 'flashinfer::sampling_from_probs', (), 'def sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n    seed: Optional[int] = None,\n    offset: Optional[int] = None,\n) -> torch.Tensor:\n    ...\n', 'def _fake_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n) -> torch.Tensor:\n    batch_size = indices.size(0) if indices is not None else probs.size(0)\n    out_dtype = indices.dtype if indices is not None else torch.int32\n    return torch.empty(batch_size, dtype=out_dtype, device=probs.device)\n'),
+        ('top_p_sampling_from_probs', 'flashinfer::top_p_sampling_from_probs', (), 'def top_p_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    maybe_top_p_arr: Optional[torch.Tensor],\n    top_p_val: float,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n    seed: Optional[int] = None,\n    offset: Optional[int] = None,\n) -> torch.Tensor:\n    ...\n', 'def _fake_top_p_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    maybe_top_p_arr: Optional[torch.Tensor],\n    top_p_val: float,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n) -> torch.Tensor:\n    batch_size = indices.size(0) if indices is not None else probs.size(0)\n    out_dtype = indices.dtype if indices is not None else torch.int32\n    sample = torch.empty(batch_size, dtype=out_dtype, device=probs.device)\n    return sample\n'),
+        ('top_k_sampling_from_probs', 'flashinfer::top_k_sampling_from_probs', (), 'def top_k_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n    seed: Optional[int] = None,\n    offset: Optional[int] = None,\n) -> torch.Tensor:\n    ...\n', 'def _fake_top_k_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n) -> torch.Tensor:\n    batch_size = indices.size(0) if indices is not None else probs.size(0)\n    out_dtype = indices.dtype if indices is not None else torch.int32\n    sample = torch.empty(batch_size, dtype=out_dtype, device=probs.device)\n    return sample\n'),
+        ('top_k_top_p_sampling_from_probs', 'flashinfer::top_k_top_p_sampling_from_probs', (), 'def top_k_top_p_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    maybe_top_p_arr: Optional[torch.Tensor],\n    top_p_val: float,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n    seed: Optional[int] = None,\n    offset: Optional[int] = None,\n) -> torch.Tensor:\n    ...\n', 'def _fake_top_k_top_p_sampling_from_probs(\n    probs: torch.Tensor,\n    indices: Optional[torch.Tensor],\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    maybe_top_p_arr: Optional[torch.Tensor],\n    top_p_val: float,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n) -> torch.Tensor:\n    batch_size = indices.size(0) if indices is not None else probs.size(0)\n    out_dtype = indices.dtype if indices is not None else torch.int32\n    sample = torch.empty(batch_size, dtype=out_dtype, device=probs.device)\n    return sample\n'),
         ('top_p_renorm_probs', 'flashinfer::top_p_renorm_probs', (), 'def top_p_renorm_probs(\n    probs: torch.Tensor,\n    maybe_top_p_arr: Optional[torch.Tensor],\n    top_p_val: float,\n) -> torch.Tensor:\n    ...\n', 'def _fake_top_p_renorm_probs(\n    probs: torch.Tensor,\n    maybe_top_p_arr: Optional[torch.Tensor],\n    top_p_val: float,\n) -> torch.Tensor:\n    return torch.empty_like(probs)\n'),
         ('top_k_renorm_probs', 'flashinfer::top_k_renorm_probs', ('row_states_buffer', ), 'def top_k_renorm_probs(\n    probs: torch.Tensor,\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    row_states_buffer: torch.Tensor,\n) -> torch.Tensor:\n    ...\n', 'def _fake_top_k_renorm_probs(\n    probs: torch.Tensor,\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    row_states_buffer: torch.Tensor,\n) -> torch.Tensor:\n    return torch.empty_like(probs)\n'),
         ('top_k_mask_logits', 'flashinfer::top_k_mask_logits', ('row_states_buffer', ), 'def top_k_mask_logits(\n    logits: torch.Tensor,\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    row_states_buffer: torch.Tensor,\n) -> torch.Tensor:\n    ...\n', 'def _fake_top_k_mask_logits(\n    logits: torch.Tensor,\n    maybe_top_k_arr: Optional[torch.Tensor],\n    top_k_val: int,\n    row_states_buffer: torch.Tensor,\n) -> torch.Tensor:\n    return torch.empty_like(logits)\n'),
+        ('chain_speculative_sampling', 'flashinfer::chain_speculative_sampling', ('output_accepted_token_num', 'output_emitted_draft_token_num', ), 'def chain_speculative_sampling(\n    draft_probs: torch.Tensor,\n    draft_token_ids: torch.Tensor,\n    target_probs: torch.Tensor,\n    output_accepted_token_num: torch.Tensor,\n    output_emitted_draft_token_num: torch.Tensor,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n    seed: Optional[int] = None,\n    offset: Optional[int] = None,\n) -> torch.Tensor:\n    ...\n', 'def _fake_chain_speculative_sampling(\n    draft_probs: torch.Tensor,\n    draft_token_ids: torch.Tensor,\n    target_probs: torch.Tensor,\n    output_accepted_token_num: torch.Tensor,\n    output_emitted_draft_token_num: torch.Tensor,\n    deterministic: bool,\n    generator: Optional[torch.Generator],\n) -> torch.Tensor:\n    b, n = draft_token_ids.shape\n    device = draft_token_ids.device\n    return torch.empty((b, n + 1), dtype=torch.int32, device=device)\n'),
     ])
 
 
 _apply(_fix_26, "custom_op at flashinfer.sampling.get_sampling_module")
 
 
-# Fix 27: custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits (DC071 GB0156)
+# Fix 27: custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
@@ -718,130 +722,6 @@ ENABLE_FIX_27 = False
 
 def _fix_27():
     if not ENABLE_FIX_27:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits')
-        return
-    loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::locals _sampling_from_logits', mutates_args=())
-    def op(*args):
-        return original(*args)
-
-    @op.register_fake
-    def _fake(*args):
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::locals _sampling_from_logits", owner, attr)
-
-
-_apply(_fix_27, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_logits')
-
-
-# Fix 28: custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_28 = True and check compiled output against eager.
-ENABLE_FIX_28 = False
-
-
-def _fix_28():
-    if not ENABLE_FIX_28:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs')
-        return
-    loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::locals _sampling_from_probs', mutates_args=())
-    def op(*args):
-        return original(*args)
-
-    @op.register_fake
-    def _fake(*args):
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::locals _sampling_from_probs", owner, attr)
-
-
-_apply(_fix_28, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.sampling_from_probs')
-
-
-# Fix 29: custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_29 = True and check compiled output against eager.
-ENABLE_FIX_29 = False
-
-
-def _fix_29():
-    if not ENABLE_FIX_29:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs')
-        return
-    loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::locals _top_p_sampling_from_probs', mutates_args=())
-    def op(*args):
-        return original(*args)
-
-    @op.register_fake
-    def _fake(*args):
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::locals _top_p_sampling_from_probs", owner, attr)
-
-
-_apply(_fix_29, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_p_sampling_from_probs')
-
-
-# Fix 30: custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_30 = True and check compiled output against eager.
-ENABLE_FIX_30 = False
-
-
-def _fix_30():
-    if not ENABLE_FIX_30:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs')
-        return
-    loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::locals _top_k_sampling_from_probs', mutates_args=())
-    def op(*args):
-        return original(*args)
-
-    @op.register_fake
-    def _fake(*args):
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::locals _top_k_sampling_from_probs", owner, attr)
-
-
-_apply(_fix_30, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_sampling_from_probs')
-
-
-# Fix 31: custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_31 = True and check compiled output against eager.
-ENABLE_FIX_31 = False
-
-
-def _fix_31():
-    if not ENABLE_FIX_31:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
         return
     loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
@@ -860,74 +740,12 @@ def _fix_31():
     _rebind(original, op, "custom_op dynacheck::locals _min_p_sampling_from_probs", owner, attr)
 
 
-_apply(_fix_31, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
+_apply(_fix_27, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
 
 
-# Fix 32: custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_32 = True and check compiled output against eager.
-ENABLE_FIX_32 = False
-
-
-def _fix_32():
-    if not ENABLE_FIX_32:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs')
-        return
-    loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::locals _top_k_top_p_sampling_from_probs', mutates_args=())
-    def op(*args):
-        return original(*args)
-
-    @op.register_fake
-    def _fake(*args):
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::locals _top_k_top_p_sampling_from_probs", owner, attr)
-
-
-_apply(_fix_32, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.top_k_top_p_sampling_from_probs')
-
-
-# Fix 33: custom_op at flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling (DC071 GB0156)
-# SKELETON: dynacheck has no known fake for this function. To enable it:
-#   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
-#   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_33 = True and check compiled output against eager.
-ENABLE_FIX_33 = False
-
-
-def _fix_33():
-    if not ENABLE_FIX_33:
-        APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling')
-        return
-    loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling')
-    if loaded is None:
-        return
-    owner, attr, original = loaded
-
-    @torch.library.custom_op('dynacheck::locals _chain_speculative_sampling', mutates_args=())
-    def op(*args):
-        return original(*args)
-
-    @op.register_fake
-    def _fake(*args):
-        raise NotImplementedError("dynacheck: write the fake for flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling: return empty tensors shaped as eager's outputs")
-
-    _rebind(original, op, "custom_op dynacheck::locals _chain_speculative_sampling", owner, attr)
-
-
-_apply(_fix_33, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.chain_speculative_sampling')
-
-
-# Fix 34: custom_op at flashinfer.topk.get_topk_module (DC071 GB0156)
+# Fix 28: custom_op at flashinfer.topk.get_topk_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_34():
+def _fix_28():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op + register_fake for each declared op
     _register_factory('flashinfer.topk', 'get_topk_module', [
@@ -937,12 +755,12 @@ def _fix_34():
     ])
 
 
-_apply(_fix_34, "custom_op at flashinfer.topk.get_topk_module")
+_apply(_fix_28, "custom_op at flashinfer.topk.get_topk_module")
 
 
-# Fix 35: hoist at flashinfer.jit.cpp_ext.get_cuda_path (DC001 GB0007)
+# Fix 29: hoist at flashinfer.jit.cpp_ext.get_cuda_path (DC001 GB0007)
 # Computed once now, at import, outside any compiled region; the forward reads the frozen value.
-def _fix_35():
+def _fix_29():
     loaded = _load('flashinfer.jit.cpp_ext.get_cuda_path')
     if loaded is None:
         return
@@ -959,19 +777,19 @@ def _fix_35():
     _rebind(original, hoisted, "hoist", owner, attr)
 
 
-_apply(_fix_35, 'hoist at flashinfer.jit.cpp_ext.get_cuda_path')
+_apply(_fix_29, 'hoist at flashinfer.jit.cpp_ext.get_cuda_path')
 
 
-# Fix 36: custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa (DC071 GB0156)
+# Fix 30: custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_36 = True and check compiled output against eager.
-ENABLE_FIX_36 = False
+#   3. set ENABLE_FIX_30 = True and check compiled output against eager.
+ENABLE_FIX_30 = False
 
 
-def _fix_36():
-    if not ENABLE_FIX_36:
+def _fix_30():
+    if not ENABLE_FIX_30:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.xqa.get_xqa_module.<locals>.xqa')
         return
     loaded = _load('flashinfer.xqa.get_xqa_module.<locals>.xqa')
@@ -990,19 +808,19 @@ def _fix_36():
     _rebind(original, op, "custom_op dynacheck::locals _xqa", owner, attr)
 
 
-_apply(_fix_36, 'custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa')
+_apply(_fix_30, 'custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa')
 
 
-# Fix 37: custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla (DC071 GB0156)
+# Fix 31: custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_37 = True and check compiled output against eager.
-ENABLE_FIX_37 = False
+#   3. set ENABLE_FIX_31 = True and check compiled output against eager.
+ENABLE_FIX_31 = False
 
 
-def _fix_37():
-    if not ENABLE_FIX_37:
+def _fix_31():
+    if not ENABLE_FIX_31:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
         return
     loaded = _load('flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
@@ -1021,19 +839,19 @@ def _fix_37():
     _rebind(original, op, "custom_op dynacheck::locals _xqa_mla", owner, attr)
 
 
-_apply(_fix_37, 'custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
+_apply(_fix_31, 'custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
 
 
-# Fix 38: custom_op at flashinfer.api_logging._dump_function_outputs (DC021 GB0007)
+# Fix 32: custom_op at flashinfer.api_logging._dump_function_outputs (DC021 GB0007)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_38 = True and check compiled output against eager.
-ENABLE_FIX_38 = False
+#   3. set ENABLE_FIX_32 = True and check compiled output against eager.
+ENABLE_FIX_32 = False
 
 
-def _fix_38():
-    if not ENABLE_FIX_38:
+def _fix_32():
+    if not ENABLE_FIX_32:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.api_logging._dump_function_outputs')
         return
     loaded = _load('flashinfer.api_logging._dump_function_outputs')
@@ -1052,19 +870,19 @@ def _fix_38():
     _rebind(original, op, "custom_op dynacheck::api_logging__dump_function_outputs", owner, attr)
 
 
-_apply(_fix_38, 'custom_op at flashinfer.api_logging._dump_function_outputs')
+_apply(_fix_32, 'custom_op at flashinfer.api_logging._dump_function_outputs')
 
 
-# Fix 39: custom_op at flashinfer.api_logging._log_function_inputs (DC096 GB7000)
+# Fix 33: custom_op at flashinfer.api_logging._log_function_inputs (DC096 GB7000)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_39 = True and check compiled output against eager.
-ENABLE_FIX_39 = False
+#   3. set ENABLE_FIX_33 = True and check compiled output against eager.
+ENABLE_FIX_33 = False
 
 
-def _fix_39():
-    if not ENABLE_FIX_39:
+def _fix_33():
+    if not ENABLE_FIX_33:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.api_logging._log_function_inputs')
         return
     loaded = _load('flashinfer.api_logging._log_function_inputs')
@@ -1083,4 +901,4 @@ def _fix_39():
     _rebind(original, op, "custom_op dynacheck::api_logging__log_function_inputs", owner, attr)
 
 
-_apply(_fix_39, 'custom_op at flashinfer.api_logging._log_function_inputs')
+_apply(_fix_33, 'custom_op at flashinfer.api_logging._log_function_inputs')
