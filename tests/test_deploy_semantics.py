@@ -129,3 +129,20 @@ def test_condition_texts_say_what_they_wait_for():
     assert render_test(("exc", 12)) == "an exception was raised (except path)"
     assert render_test(("cmp", ("op", ("n", "a"), ("n", "b"), "Multiply"), (("GreaterThanEqual", ("n", "k")),))) \
         == "a * b >= k"
+
+
+def test_a_method_reads_the_constructor_arguments_of_its_own_allocation(scan_cache):
+    """`self` in TopK.forward is the TopK the block built: its keyword (or the default it left) decides
+    the branch in the helper it calls, so only the grouped block reaches the JIT build; a call with
+    `**kwargs` may pass anything, so no default is assumed for it."""
+    spec = DeploymentSpec(framework=FACTS, gpu="sm120")
+
+    def builds(entry):
+        found = scan_roots([ROOT], [entry], cache_dir=scan_cache, deployment=spec).findings
+        return [f for f in found if f.site.callee == "subprocess.check_output" and f.site.function.endswith(
+            "select_experts")]
+
+    grouped = builds("depfx.routing:GroupedMoE.forward")
+    assert grouped and not grouped[0].conditions
+    assert not builds("depfx.routing:PlainMoE.forward")
+    assert builds("depfx.routing:StarMoE.forward")

@@ -46,6 +46,9 @@ def annotation(node) -> Expr:
     return expr(node)
 
 
+STARRED = "*"  # the keyword a call's `*args` / `**kwargs` leave in its expression
+
+
 def expr(node, depth: int = 0) -> Expr:
     if node is None or depth > 30:
         return UNKNOWN
@@ -56,6 +59,8 @@ def expr(node, depth: int = 0) -> Expr:
     if isinstance(node, cst.Call):
         args = tuple(expr(a.value, depth + 1) for a in node.args if a.keyword is None and not a.star)
         kwargs = tuple((a.keyword.value, expr(a.value, depth + 1)) for a in node.args if a.keyword is not None)
+        if any(a.star for a in node.args):  # `f(*xs)` / `f(**kw)`: which parameters it fills is not known
+            kwargs += ((STARRED, UNKNOWN),)
         return ("c", expr(node.func, depth + 1), args, kwargs)
     if isinstance(node, cst.Subscript):
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):

@@ -662,7 +662,7 @@ class PartialEvaluator:
                         continue
                     scope = Scope(module, fn, replace(inst, kind="cls"))
                     if fn.name == "__init__":
-                        scope = replace(scope, bound=self._constructor_arguments(inst, fn, depth))
+                        scope = replace(scope, bound=self._constructor_arguments(inst, fn, depth, module))
                     parts.extend(self.const(e, scope, depth) for e in fn.self_assigns[attr])
                 field = self._field_argument(inst, attr, depth) if not parts and _is_dataclass(summary) else None
                 if field is not None:  # the allocation's keyword, not the field's default
@@ -684,8 +684,9 @@ class PartialEvaluator:
             return None
         return call[2], dict(call[3]), scope
 
-    def _constructor_arguments(self, inst: Value, init, depth: int) -> tuple:
-        """`__init__`'s parameters bound to what the allocation passed (`TopK(topk_group=config.topk_group)`)."""
+    def _constructor_arguments(self, inst: Value, init, depth: int, module=None) -> tuple:
+        """`__init__`'s parameters bound to what the allocation passed (`TopK(topk_group=config.topk_group)`),
+        and the defaults of those it did not pass (`TopK(top_k, layer_id)`: `use_grouped_topk=False`)."""
         allocation = self._allocation(inst)
         if allocation is None:
             return ()
@@ -697,6 +698,11 @@ class PartialEvaluator:
         for name, arg in kwargs.items():
             if name in params:
                 bound.append((name, (_as_value(self.const(arg, scope, depth)),)))
+        given = {name for name, _ in bound}
+        if module is not None and "*" not in kwargs:  # `TopK(**cfg)` may fill any of them
+            for name in params[len(args):]:
+                if name not in given and name in init.defaults:
+                    bound.append((name, (_as_value(self.const(init.defaults[name], Scope(module), depth)),)))
         return tuple(b for b in bound if b[1][0].kind == "known")
 
     def _field_argument(self, inst: Value, attr: str, depth: int) -> Known | None:
