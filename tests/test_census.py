@@ -181,9 +181,12 @@ def test_glm5_nvfp4_sm120_cell(pinned_targets, scan_cache):
     the quantize call is sgl_kernel's, so the fix is elsewhere."""
     from dynacheck.census.run import run_census
 
-    wanted = [d for d in default_deployments() if d.name in ("nvfp4/sm120", "nvfp4/sm100")]
+    wanted = [d for d in default_deployments() if d.name in ("nvfp4/sm120", "nvfp4/sm100", "nvfp4/sm90")]
     census = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1, models=["GlmMoeDsaForCausalLM"])
     cells = {c["deployment"]: c for c in census.cells}
+    # ModelOptFp4Config.get_min_capability() is 100: the loader refuses sm90, so that cell is not walked
+    (refused,) = [n for n in census.not_applicable if n["deployment"] == "nvfp4/sm90"]
+    assert "needs compute capability 100" in refused["reason"] and "nvfp4/sm90" not in cells
     sm120 = cells["nvfp4/sm120"]
     assert sm120["entry"] == "sglang.srt.models.deepseek_v2:DeepseekV2Model.forward"
     first = sm120["first_break"]

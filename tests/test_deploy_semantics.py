@@ -146,3 +146,16 @@ def test_a_method_reads_the_constructor_arguments_of_its_own_allocation(scan_cac
     assert grouped and not grouped[0].conditions
     assert not builds("depfx.routing:PlainMoE.forward")
     assert builds("depfx.routing:StarMoE.forward")
+
+
+def test_a_gpu_below_the_quantization_minimum_is_refused_with_the_reason(scan_cache):
+    """The loader raises below the config's `get_min_capability()`: the scan says so instead of
+    describing a compile that never happens."""
+    def refused(gpu, quantization):
+        result = _scan(scan_cache, gpu=gpu, platform="cuda", server_args=f"--quantization {quantization}")
+        return result.deployment.get("refused", ""), [p.message for p in result.problems if p.kind == "refused"]
+
+    why, problems = refused("sm90", "fp4")
+    assert "needs compute capability 100" in why and "Fp4Config.get_min_capability" in why and problems
+    assert refused("sm100", "fp4") == ("", [])
+    assert refused("sm90", "fp8") == ("", [])

@@ -119,6 +119,10 @@ def _walk_entry(entry: str, deployments: list[CensusDeployment]) -> list[tuple[s
     out: list[tuple[str, dict[str, Any] | str]] = []
     for deployment in deployments:
         try:
+            facts = _WORKER["session"].engine(deployment.spec())[0]
+            if facts.refused:  # the framework never loads it: nothing is compiled, nothing to walk
+                out.append((deployment.name, {"refused": facts.refused}))
+                continue
             result = scan_targets(_WORKER["targets"], [entry], None, cache_dir=_WORKER["cache_dir"],
                                   deployment=deployment.spec(), session=_WORKER["session"])
             out.append((deployment.name, cell_record(result)))
@@ -197,6 +201,9 @@ def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment
                 census.not_applicable.append(base | {"reason": reason})
                 continue
             record = results[(model.entry, deployment.name)]
+            if isinstance(record, dict) and "refused" in record:
+                census.not_applicable.append(base | {"reason": record["refused"]})
+                continue
             if isinstance(record, str):
                 census.errors.append(base | {"reason": record})
                 continue

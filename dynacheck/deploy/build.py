@@ -8,6 +8,7 @@ where that framework keeps deployment facts. Nothing here imports scanned code.
 from __future__ import annotations
 
 import ast
+import re
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -142,6 +143,26 @@ def pin_quantization(deployment: Deployment, evaluator, locator) -> None:
             target = f"{value.module}:{value.name}"
             deployment.type_pins[facts["quantization_base"]] = target
             evaluator.pins[facts["quantization_base"]] = target
+            deployment.refused = deployment.refused or _below_min_capability(deployment, evaluator, value)
+
+
+def _below_min_capability(deployment: Deployment, evaluator, config_class) -> str:
+    """SGLang's loader raises when the GPU is below the quantization config's `get_min_capability()`
+    (`model_loader/loader.py`: "is not supported for the current GPU"): the reason, or ""."""
+    match = re.fullmatch(r"sm(\d+)", deployment.gpu or "")
+    if not match:
+        return ""
+    for method in evaluator.member(config_class, "get_min_capability", 1):
+        if method.kind != "func":
+            continue
+        got = evaluator.partial.call_function(method, [], {}, 0)
+        values = got.values or ()
+        if len(values) == 1 and isinstance(next(iter(values)), int) and int(match.group(1)) < next(iter(values)):
+            needed = next(iter(values))
+            return (f"{deployment.quantization} needs compute capability {needed} "
+                    f"({method.module}.{method.name} returns {needed}); the model loader refuses "
+                    f"{deployment.gpu} before anything is compiled")
+    return ""
 
 
 def _registry_name(path: Path, quantization: str) -> str:

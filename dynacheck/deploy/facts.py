@@ -42,6 +42,7 @@ class Deployment:
     object_types: dict[str, str] = field(default_factory=dict)  # class name -> "server_args" | "model_config"
     type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
     compiling: bool = True  # torch.compiler.is_compiling() inside the traced region
+    refused: str = ""  # why the framework refuses to load this deployment at all (read from its sources)
     framework: dict[str, Any] = field(default_factory=dict)  # where the framework keeps these facts (presets/sglang.toml)
 
     @property
@@ -111,6 +112,8 @@ class Deployment:
             out["model_config"] = {k: self.model_config[k] for k in keys if k in self.model_config}
         if self.runtime:
             out["runtime"] = dict(self.runtime)
+        if self.refused:
+            out["refused"] = self.refused
         if self.derived:
             out["derived_server_args"] = dict(self.derived)
         return out

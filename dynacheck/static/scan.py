@@ -116,6 +116,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
                 progress("no input changed since an earlier scan: its answer is reused")
             return reused
     facts, evaluator, boundaries = session.engine(spec)
+    if facts.refused and not any(p.kind == "refused" for p in problems):
+        problems.append(Problem("refused", "", f"this deployment does not start: {facts.refused}"))
     entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
     if progress:
         progress(f"walking from {len(entry_values)} entr{'y' if len(entry_values) == 1 else 'ies'}")
