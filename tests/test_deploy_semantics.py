@@ -159,3 +159,22 @@ def test_a_gpu_below_the_quantization_minimum_is_refused_with_the_reason(scan_ca
     assert "needs compute capability 100" in why and "Fp4Config.get_min_capability" in why and problems
     assert refused("sm100", "fp4") == ("", [])
     assert refused("sm90", "fp8") == ("", [])
+
+
+def test_scans_sharing_a_session_do_not_share_one_allocation_s_answers(scan_cache):
+    """A census walks many forwards on one evaluator: the TopK the first model built (grouped) must not
+    answer for the TopK of the next one (the memo keys name the allocation, not only the class)."""
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession, scan_targets
+
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    spec = DeploymentSpec(framework=FACTS, gpu="sm120")
+
+    def builds(entry):
+        found = scan_targets(targets, [entry], cache_dir=scan_cache, deployment=spec, session=session).findings
+        return [f for f in found if f.site.callee == "subprocess.check_output"
+                and f.site.function.endswith("select_experts")]
+
+    assert builds("depfx.routing:GroupedMoE.forward")
+    assert not builds("depfx.routing:PlainMoE.forward")

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from dynacheck import model as m
 from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.value_types import MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe
+from dynacheck.static.value_types import MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe, receiver_key
 
 
 class ClassModel:
@@ -59,7 +59,7 @@ class ClassModel:
 
     def instance_attribute(self, inst: Value, attr: str, depth: int) -> list[Value]:
         """`self.attr` from assignments in any method of the class and its bases; hierarchy if unknown."""
-        key = (inst.module, inst.name, attr)
+        key = (inst.module, inst.name, attr, receiver_key(inst) if inst.expr is not None else "")
         if key in self._attrs:
             return list(self._attrs[key])
         if key in self._active:

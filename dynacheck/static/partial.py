@@ -1125,6 +1125,11 @@ def _label(value: Any) -> str:
 _ALLOCATIONS: dict = {}  # (id(expr), id(scope)) -> (number, expr, scope): both kept alive, so no id is reused
 
 
+def allocation_label(value: Value) -> str:
+    """A stable name of an entity and, for an instance, of the allocation that made it."""
+    return _ref_label(value)
+
+
 def _ref_label(value: Value) -> str:
     """An entity's name; an instance also names its allocation (`TopK(..., use_grouped_topk=False)` in
     one layer is not the TopK of another), numbered in the order the walk first meets it."""

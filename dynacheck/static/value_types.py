@@ -106,3 +106,15 @@ def dedupe(values: list[Value], limit: int = MAX_VALUES) -> list[Value]:
         seen.add(key)
         out.append(value)
     return out[:limit] if len(out) > limit else out
+
+
+def receiver_key(self_cls: Value | None) -> str:
+    """The receiver in a memo key: its class, and the allocation that made it when one is known (the
+    TopK built with `use_grouped_topk=True` in one model is not the TopK of the next model walked)."""
+    if self_cls is None:
+        return ""
+    if self_cls.expr is None:
+        return self_cls.name
+    from dynacheck.static.partial import allocation_label
+
+    return allocation_label(self_cls)

@@ -24,6 +24,7 @@ from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest
     Scope,
     Value,
     bound_key,
+    receiver_key,
     dedupe,
     vague,
     weaker,
@@ -94,7 +95,7 @@ class Evaluator(ClassModel):
         """A name in a function scope (memoized per function, receiver and bound params) or a module."""
         if scope.function is None:
             return self.global_value(scope.module.module, name, depth)
-        key = (scope.module.module, scope.function.qualname, scope.self_cls.name if scope.self_cls else "",
+        key = (scope.module.module, scope.function.qualname, receiver_key(scope.self_cls),
                bound_key(scope.bound), name)
         cached = self._names.get(key)
         if cached is not None:
@@ -285,7 +286,7 @@ class Evaluator(ClassModel):
         return [UNKNOWN]
 
     def returns(self, func: Value, depth: int, bound: tuple = ()) -> list[Value]:
-        key = func.key() + (bound_key(bound),)
+        key = func.key() + (receiver_key(func.self_cls), bound_key(bound))
         if key in self._returns:
             return list(self._returns[key])
         if key in self._active or depth > MAX_DEPTH:
@@ -453,3 +454,4 @@ _HANDLERS = {
     "if": Evaluator._either,
     "k": lambda self, expr, scope, depth: [CONST],
 }
+
