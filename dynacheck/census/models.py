@@ -52,10 +52,9 @@ def _read(path: Path, name: str) -> _Module | None:
     return _Module(name, classes, imports, tree)
 
 
-def _registered(path: Path) -> list[str]:
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
+def _registered(tree: ast.Module | None) -> list[str]:
+    """The class names of the module's `EntryClass`."""
+    if tree is None:
         return []
     names: list[str] = []
     for node in tree.body:
@@ -313,6 +312,7 @@ def registered_models(sglang_root: Path) -> list[ModelEntry]:
     entries: list[ModelEntry] = []
     for path in sorted(models_dir.glob("*.py")):
         module = f"{MODELS_PACKAGE}.{path.stem}"
-        for name in _registered(path):
+        read = sources.module(module)  # one parse serves the EntryClass list and the class lookups
+        for name in _registered(read.tree if read is not None else None):
             entries.append(resolve(sources, module, name, draft, paths))
     return entries

@@ -690,6 +690,17 @@ class PartialEvaluator:
         allocation = self._allocation(inst)
         if allocation is None:
             return ()
+        key = ("ctor", id(inst.expr), id(inst.scope), id(init))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is inst.expr and hit[1] is inst.scope and hit[2] is init:
+            return hit[3]  # one allocation's arguments, asked once per attribute its methods read
+        cuts = self._cuts
+        bound = self._bind_constructor(allocation, init, depth, module)
+        if cuts == self._cuts:
+            self._memo[key] = (inst.expr, inst.scope, init, bound)
+        return bound
+
+    def _bind_constructor(self, allocation, init, depth: int, module) -> tuple:
         args, kwargs, scope = allocation
         params = [p for p in init.params if p not in ("self", "cls")]
         bound = []
