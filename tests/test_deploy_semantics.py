@@ -178,3 +178,11 @@ def test_scans_sharing_a_session_do_not_share_one_allocation_s_answers(scan_cach
 
     assert builds("depfx.routing:GroupedMoE.forward")
     assert not builds("depfx.routing:PlainMoE.forward")
+
+
+def test_a_flag_attribute_is_not_its_literal_type(scan_cache):
+    """`self.use_fast = False` typed `bool` must not read as a truthy object: the code after
+    `if self.use_fast: return` is reached (it was pruned, hiding the subprocess call)."""
+    spec = DeploymentSpec(framework=FACTS, gpu="sm120", platform="cuda")
+    found = scan_roots([ROOT], ["depfx.routing:Flagged.forward"], cache_dir=scan_cache, deployment=spec).findings
+    assert [f for f in found if f.site.callee == "subprocess.check_output" and f.site.function.endswith("Flagged.forward")]

@@ -623,6 +623,8 @@ class PartialEvaluator:
                 if found.values is not None or found.opens:
                     return found
             members = self.ev.member(ref, attr, 1)
+            if members and all(v.kind == "ext" and v.name in _LITERAL_TYPES for v in members):
+                return unknown()  # `self.use_marlin = False` typed as bool: not a value (a Ref would be truthy)
             if ref.kind == "inst" and members and all(self._is_property(v) for v in members):
                 # `self.is_aot` is the property's result, not a (truthy) method object
                 return merge([self.call_function(v, [], {}, depth, receiver=value) for v in members])
@@ -1090,6 +1092,9 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     return value
+
+
+_LITERAL_TYPES = frozenset({"builtins.False", "builtins.True", "builtins.None"})
 
 
 def _key(known_value: Known) -> Any:
