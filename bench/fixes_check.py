@@ -105,9 +105,9 @@ def fake_vs_eager(func, args, kwargs):
     return {"equal": eager == fake, "eager": eager, "fake": fake}
 
 
-def opcheck(func, args, kwargs):
-    tests = None
-    if "fp4_quantize" in str(func) and torch.cuda.get_device_capability()[0] < 10:
+def opcheck(func, args, kwargs, tests=None):
+    """torch.library.opcheck's results, or the failing test's message; `tests` narrows the checks run."""
+    if tests is None and "fp4_quantize" in str(func) and torch.cuda.get_device_capability()[0] < 10:
         # FlashInfer 0.6.3 builds the FP4 kernel for sm100+ only: on sm90 it leaves its outputs unwritten,
         # so eager-vs-AOT output equality compares uninitialised memory; the other three checks still run
         tests = ("test_schema", "test_autograd_registration", "test_faketensor")

@@ -5,20 +5,8 @@
 # The patch module checked is reports/fixes/flashinfer_public_fixes.py, made here (CPU, offline) by
 #   python bench/fix_coverage.py --json reports/fixes/coverage.json --emit reports/fixes/flashinfer_public_fixes.py
 # Results go to $OUT (or reports/fixes/h200 when OUT is unset).
-set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT=${OUT:-reports/fixes/h200}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/gpu_sampling.log") 2>&1
-log() { echo "[$(date -u +%T) +$((SECONDS))s] $*"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || { log "wheel install failed"; exit 1; }
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PYTHONWARNINGS=ignore
-if [ -z "${CUDA_HOME:-}" ]; then
-  if command -v nvcc >/dev/null; then CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")"); else CUDA_HOME=/usr/local/cuda; fi
-fi
-export CUDA_HOME
-nvidia-smi -L
-python3 -c "import torch, flashinfer; print('torch', torch.__version__, 'flashinfer', flashinfer.__version__, 'cc', torch.cuda.get_device_capability())" || exit 1
+LOG_NAME=gpu_sampling.log
+source "$(dirname "$0")/gpu_flashinfer_setup.sh"
 log "sampling + paged-MLA-append check: before, patch, opcheck + fake vs eager, fullgraph vs eager"
 timeout 540 python3 bench/sampling_check.py --patch reports/fixes/flashinfer_public_fixes.py --out "$OUT"
 log "sampling check exit=$?"

@@ -168,7 +168,7 @@ def _class_of(sources: _Sources, chain, mod: str, value: ast.expr):
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         found = sources.find_class(mod, value.func.id) or _parameter_default(sources, chain, value.func.id)
         return found if found is not None else (_UNRESOLVED, ast.unparse(value.func))
-    if isinstance(value, ast.Call) and _is_self_attr(value.func, value.func.attr if isinstance(value.func, ast.Attribute) else ""):
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _is_self_attr(value.func, value.func.attr):
         name = value.func.attr  # `self.model = self._init_model(...)`: what the method returns
         for method_mod, owner in chain:
             method = _method(owner, name)

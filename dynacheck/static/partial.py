@@ -1132,9 +1132,9 @@ def _label(value: Any) -> str:
     if isinstance(value, Obj):
         return f"{value.kind}#{_OBJECT_NUMBERS.setdefault(value, len(_OBJECT_NUMBERS))}"
     if isinstance(value, Ref):  # a dataclass repr of nested Values and scopes costs ~0.1 ms, and was cut at 80
-        return _ref_label(value.value)
+        return allocation_label(value.value)
     if isinstance(value, Partial):
-        return f"<partial {_ref_label(value.func)} {[(k, _known_label(v)) for k, v in value.kwargs]}>"
+        return f"<partial {allocation_label(value.func)} {[(k, _known_label(v)) for k, v in value.kwargs]}>"
     return repr(value)
 
 
@@ -1142,11 +1142,6 @@ _ALLOCATIONS: dict = {}  # (id(expr), id(scope)) -> (number, expr, scope): both 
 
 
 def allocation_label(value: Value) -> str:
-    """A stable name of an entity and, for an instance, of the allocation that made it."""
-    return _ref_label(value)
-
-
-def _ref_label(value: Value) -> str:
     """An entity's name; an instance also names its allocation (`TopK(..., use_grouped_topk=False)` in
     one layer is not the TopK of another), numbered in the order the walk first meets it."""
     owner = value.self_cls.name if value.self_cls is not None else ""
