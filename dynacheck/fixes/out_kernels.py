@@ -18,11 +18,12 @@ function's signature must have a custom-op schema (tensors, numbers, bools).
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import libcst as cst
 
-from dynacheck.fixes.declared import _parsed, read_signatures
+from dynacheck.fixes.declared import _disk_folder, _on_disk, _parsed, read_signatures
 from dynacheck.fixes.from_declared import MARKER, _relative, seal
 from dynacheck.model import Fix, Hop
 
@@ -48,12 +49,18 @@ def out_kernel_fix(chain: Sequence[Hop], locate: Locate) -> Fix | None:
 
 def out_kernel_factory(path: str, qualname: str) -> str:
     """The module-level factory whose kernel writes the function's returned buffer ('' when the
-    function does not follow the pattern)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            module = _parsed(handle.read())
-    except OSError:
-        return ""
+    function does not follow the pattern). Kept in the scan's signed cache, so a warm scan parses nothing."""
+    return _out_kernel_factory(path, qualname, _disk_folder())
+
+
+@functools.lru_cache(maxsize=512)
+def _out_kernel_factory(path: str, qualname: str, folder: str) -> str:
+    found = _on_disk("out-kernel-v1", path, qualname, lambda text: _factory_in(text, qualname))
+    return found if isinstance(found, str) else ""
+
+
+def _factory_in(text: str, qualname: str) -> str:
+    module = _parsed(text)
     if module is None:
         return ""
     function = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == qualname), None)

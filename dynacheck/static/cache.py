@@ -43,6 +43,7 @@ class SummaryCache:
         self.hits = 0
         self.parsed = 0
         self.rejected = 0  # entries present but not trusted or not readable: rebuilt
+        self._deferring: dict[str, ModuleSummary] = {}  # key -> a summary with bodies still deferred
 
     def summary(self, path: Path, module: str, is_package: bool, data: bytes) -> ModuleSummary:
         key = self._key(module, is_package, data)
@@ -50,12 +51,27 @@ class SummaryCache:
         if cached is not None:
             self.hits += 1
             cached.path = str(path)
+            if cached.pending:
+                cached.attach_source(decode_source(data))
+                self._deferring[key] = cached
             return cached
         self.parsed += 1
         source = decode_source(data)
         summary = summarize(source, module, str(path), is_package)
         self._store(key, summary)
+        if summary.pending:
+            self._deferring[key] = summary
         return summary
+
+    def flush(self) -> None:
+        """Store again the summaries whose deferred bodies were summarized since they were stored, so
+        the next scan finds those bodies done (lazy_bodies.py)."""
+        for key, summary in list(self._deferring.items()):
+            if getattr(summary, "_dirty", False):
+                summary._dirty = False
+                self._store(key, summary)
+            if not summary.pending:
+                del self._deferring[key]
 
     def load_blob(self, name: str):
         """A value stored under a name (e.g. the class-header map of a release tree), or None."""

@@ -162,11 +162,13 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     )
     result = ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
-        problems=tuple(_display_problems(problems + _unreadable_folders(locator), locator)), stats=stats,
+        problems=tuple(_display_problems(problems + _unreadable_folders(locator) + _body_errors(index), locator)),
+        stats=stats,
         tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
         first_break=first_break(walk, findings, index, locator.display_path),
     )
+    cache.flush()  # bodies summarized on demand during this scan: stored for the next one
     if key is not None:
         result_cache.store(cache, key, result, [m.path for m in index.loaded() if not Path(m.path).is_dir()])
     return result
@@ -305,6 +307,11 @@ def _unreadable_folders(locator: ModuleLocator) -> list[Problem]:
     """Folders the walk needed but could not list: their modules are missing from the results."""
     return [Problem("unreadable", folder, f"folder could not be listed ({why}): its modules were skipped")
             for folder, why in sorted(locator.unreadable.items())]
+
+
+def _body_errors(index: Index) -> list[Problem]:
+    """Deferred bodies (lazy_bodies.py) that could not be summarized: those functions look empty."""
+    return [Problem("syntax_error", m.path, f"{error}: skipped") for m in index.loaded() for error in m.body_errors]
 
 
 def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:

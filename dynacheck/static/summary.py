@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from dynacheck.static import cst_nodes as cn
-from dynacheck.static import value_uses
+from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 17  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 18  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -98,6 +98,50 @@ class ModuleSummary:
     string_fakes: bool = False  # torch.library.register_fake("ns::op") seen: fakes by op name
     error: str = ""  # set when the file could not be parsed
     lines: int = 0
+    pending: dict[str, tuple[int, int]] = field(default_factory=dict)  # deferred bodies: lazy_bodies.py
+    body_errors: list[str] = field(default_factory=list)  # deferred bodies that could not be summarized
+
+    def defer(self, pending: dict[str, tuple[int, int]], source: str) -> None:
+        """Keep `source` to summarize the deferred bodies from when a lookup names one."""
+        self.pending = pending
+        self.attach_source(source)
+
+    def attach_source(self, source: str) -> None:
+        if not self.pending:
+            return
+        self._source = source
+        self._dirty = False
+        if not isinstance(self.functions, lazy_bodies.Defs):
+            self.functions = lazy_bodies.Defs(self.functions, self)
+            self.classes = lazy_bodies.Defs(self.classes, self)
+
+    def fill(self, name: str) -> None:
+        """Summarize the deferred body of top-level `name` into `functions`/`classes`."""
+        span = self.pending.pop(name, None)
+        if span is None:
+            return
+        self._dirty = True
+        source = getattr(self, "_source", None)
+        if source is None:  # no text to read it from: the skeleton's empty summary stands
+            self.body_errors.append(f"{name}: the source text was not kept")
+            return
+        lines = self.__dict__.get("_lines")
+        if lines is None:
+            lines = self._lines = source.splitlines(keepends=True)
+        _fill_body(self, name, lazy_bodies.chunk(lines, *span))
+        if not self.pending:
+            self._source = self._lines = None
+
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+        state["functions"] = lazy_bodies.Defs.raw(self.functions) if isinstance(self.functions, lazy_bodies.Defs) \
+            else self.functions
+        state["classes"] = lazy_bodies.Defs.raw(self.classes) if isinstance(self.classes, lazy_bodies.Defs) \
+            else self.classes
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
 
 
 MAX_LINE_CHARS = 100_000  # libcst takes minutes on a megabyte-long line; such lines are data tables
@@ -110,13 +154,15 @@ _AST_GUARD_MEASURED = sys.version_info[:2] == (3, 11)
 _WALK_RECURSION = 10_000  # the walker recurses per level: room for MAX_NESTING, far below the C stack
 
 
-def summarize(source: str, module: str, path: str, is_package: bool) -> ModuleSummary:
+def summarize(source: str, module: str, path: str, is_package: bool, defer: bool = True) -> ModuleSummary:
     """Parse one module and keep what call resolution needs; a file that cannot be read yields an
     empty summary whose `error` says why in one line.
 
     Python's own parser goes first: it rejects what Python itself cannot import (syntax errors,
     nesting past its recursion guard) at once, and its tree's depth is checked before libcst's
     native parser, which would crash the process on deeper input instead of raising.
+
+    With `defer`, top-level bodies are summarized when first looked up (lazy_bodies.py).
     """
     summary = ModuleSummary(module=module, path=path, is_package=is_package)
     summary.lines = source.count("\n") + 1
@@ -143,8 +189,9 @@ def summarize(source: str, module: str, path: str, is_package: bool) -> ModuleSu
     if not guarded and nesting(positions, MAX_NESTING) > MAX_NESTING:
         summary.error = f"NestingError: code nested more than {MAX_NESTING} levels deep"
         return summary
+    text, pending = lazy_bodies.skeleton(source, positions) if defer else (source, {})
     try:
-        tree = cst.parse_module(source)
+        tree = cst.parse_module(text)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
         summary.error = _one_line(exc)
         return summary
@@ -156,7 +203,32 @@ def summarize(source: str, module: str, path: str, is_package: bool) -> ModuleSu
         summary.error = "NestingError: code nested too deeply to summarize the rest of the file"
     finally:
         sys.setrecursionlimit(previous)
+    if pending and not summary.error:
+        summary.defer(pending, source)
     return summary
+
+
+def _fill_body(summary: ModuleSummary, name: str, text: str) -> None:
+    """Summarize one deferred top-level definition (`text` holds it at its own line numbers) and put
+    what it defines in place of the skeleton's empty entries. Its module binding is the skeleton's."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _WALK_RECURSION))
+    try:
+        node = ast.parse(text).body[0]
+        stmt = cst.parse_module(text).body[0]
+        part = ModuleSummary(module=summary.module, path=summary.path, is_package=summary.is_package)
+        _ModuleWalker(part).walk_stmt(stmt, node, node.lineno, _Scope(), (), "", False, "")
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, IndexError) as exc:
+        summary.body_errors.append(f"{name}: {_one_line(exc)}")
+        return
+    finally:
+        sys.setrecursionlimit(previous)
+    for qualname, function in part.functions.items():
+        dict.__setitem__(summary.functions, qualname, function)
+    for qualname, klass in part.classes.items():
+        dict.__setitem__(summary.classes, qualname, klass)
+    summary.fakes |= part.fakes
+    summary.string_fakes = summary.string_fakes or part.string_fakes
 
 
 def nesting(tree: ast.AST, limit: int) -> int:

@@ -1,0 +1,165 @@
+"""Deferred top-level bodies (lazy_bodies.py): a lookup summarizes exactly what an eager parse would."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dynacheck.static.cache import SummaryCache
+from dynacheck.static.lazy_bodies import Defs
+from dynacheck.static.summary import summarize
+
+SOURCE = textwrap.dedent('''\
+    import os
+    from .sibling import helper
+
+    LIMIT = 4
+
+
+    @decorate(1)
+    def probe(path):
+        """Reads the flag."""
+        value = os.environ.get("FLAG")
+        if value:
+            return helper(path)
+        return None
+
+
+    class Engine(Base, metaclass=Meta):
+        @staticmethod
+        def build(x):
+            out = make(x)
+            return out
+
+        def run(self, x):
+            def inner(y):
+                return probe(y)
+            return inner(x)
+
+
+    def tail(a,
+             b): return a
+
+
+    def short():
+        return 1
+
+
+    def binds():
+        global LIMIT
+        LIMIT = 8
+        return LIMIT
+
+
+    def with_fake(x):
+        lib.register_fake(x)
+        return x
+        pass
+
+
+    if os.environ.get("A"):
+        def variant():
+            return 1
+            pass
+            pass
+    else:
+        def variant():
+            return 2
+            pass
+            pass
+''')
+
+
+def _plain(summary) -> dict:
+    """Everything a summary says, with deferred bodies summarized, as plain data."""
+    return {
+        "functions": {k: dataclasses.asdict(v) for k, v in sorted(summary.functions.items())},
+        "classes": {k: dataclasses.asdict(v) for k, v in sorted(summary.classes.items())},
+        "bindings": summary.bindings, "fakes": summary.fakes, "string_fakes": summary.string_fakes,
+        "exports": summary.exports, "star_imports": summary.star_imports, "error": summary.error,
+    }
+
+
+def test_only_plain_long_top_level_bodies_are_deferred():
+    summary = summarize(SOURCE, "pkg.mod", "mod.py", False)
+    # a one-line or header-tail body, a `global`, a register_fake and names defined twice stay eager
+    assert set(summary.pending) == {"probe", "Engine"}
+    assert isinstance(summary.functions, Defs)
+
+
+def test_a_lookup_summarizes_the_body_an_eager_parse_gives():
+    eager = summarize(SOURCE, "pkg.mod", "mod.py", False, defer=False)
+    lazy = summarize(SOURCE, "pkg.mod", "mod.py", False)
+    assert eager.pending == {}
+    assert lazy.functions.get("Engine.run.<locals>.inner") is not None  # fills `Engine` only
+    assert set(lazy.pending) == {"probe"}
+    assert dataclasses.asdict(lazy.functions["Engine.run"]) == dataclasses.asdict(eager.functions["Engine.run"])
+    assert lazy.classes["Engine"].methods == {"build": "Engine.build", "run": "Engine.run"}
+    assert _plain(lazy) == _plain(eager)  # iterating summarizes the rest
+    assert lazy.pending == {}
+
+
+def test_line_numbers_of_a_deferred_body_are_the_files():
+    lazy = summarize(SOURCE, "pkg.mod", "mod.py", False)
+    probe = lazy.functions["probe"]
+    assert probe.line == SOURCE.splitlines().index("def probe(path):") + 1
+    call_lines = {c.line for c in probe.calls}
+    assert SOURCE.splitlines().index("        return helper(path)") + 1 in call_lines
+
+
+def test_decorated_first_statement_of_a_class_body_is_blanked_whole():
+    source = "class A(ABC):\n    @abstractmethod\n    def f(self):\n        '''doc'''\n        return 1\n"
+    lazy = summarize(source, "m", "m.py", False)
+    assert lazy.error == "" and lazy.pending == {"A": (1, 5)}
+    assert lazy.classes["A"].methods == {"f": "A.f"}
+
+
+def test_the_cache_stores_bodies_filled_after_the_first_store(tmp_path: Path):
+    data = SOURCE.encode()
+    first = SummaryCache(tmp_path)
+    summary = first.summary(tmp_path / "mod.py", "pkg.mod", False, data)
+    assert first.parsed == 1 and set(summary.pending) == {"probe", "Engine"}
+    summary.functions.get("probe")
+    first.flush()
+
+    second = SummaryCache(tmp_path)
+    again = second.summary(tmp_path / "mod.py", "pkg.mod", False, data)
+    assert second.hits == 1 and set(again.pending) == {"Engine"}  # probe came from the cache, done
+    assert "probe" in dict(dict.items(again.functions))
+    assert again.classes.get("Engine").methods  # the rest is still read from the file's text
+    assert _plain(again) == _plain(summarize(SOURCE, "pkg.mod", "mod.py", False, defer=False))
+
+
+def test_a_pickled_summary_carries_no_source_text():
+    summary = summarize(SOURCE, "pkg.mod", "mod.py", False)
+    blob = pickle.dumps(summary)
+    assert b"Reads the flag" not in blob
+    loaded = pickle.loads(blob)
+    assert type(loaded.functions) is dict and set(loaded.pending) == {"probe", "Engine"}
+
+
+def test_a_body_without_its_text_is_reported_not_raised():
+    loaded = pickle.loads(pickle.dumps(summarize(SOURCE, "pkg.mod", "mod.py", False)))
+    loaded.attach_source("")  # a text that no longer holds the body
+    assert loaded.functions.get("probe") is not None  # the skeleton's entry stands
+    assert loaded.body_errors and loaded.body_errors[0].startswith("probe:")
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_deferred_summaries_equal_eager_ones_on_a_real_tree(pinned_targets):
+    """Every sixth module of the pinned FlashInfer tree (all 398 take 45 s): the same summary either way."""
+    root = Path(next(t.root for t in pinned_targets if "flashinfer" in t.name))
+    files = sorted(root.rglob("*.py"))[::6]
+    assert len(files) > 60
+    deferred = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        lazy = summarize(text, "flashinfer.x", str(path), False)
+        deferred += len(lazy.pending)
+        assert _plain(lazy) == _plain(summarize(text, "flashinfer.x", str(path), False, defer=False)), path
+    assert deferred > 100
