@@ -163,3 +163,27 @@ def test_deferred_summaries_equal_eager_ones_on_a_real_tree(pinned_targets):
         deferred += len(lazy.pending)
         assert _plain(lazy) == _plain(summarize(text, "flashinfer.x", str(path), False, defer=False)), path
     assert deferred > 100
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_fix_readers_read_the_same_from_a_partial_parse(pinned_targets, monkeypatch):
+    """The op declarations and signatures the fixes read: the same from the blanked text as from the file."""
+    from dynacheck.fixes import declared, out_kernels
+
+    root = Path(next(t.root for t in pinned_targets if "flashinfer" in t.name))
+    files = [p for p in sorted(root.rglob("*.py")) if "register_custom_op" in p.read_text(errors="replace")]
+    assert len(files) > 10
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in files]
+    partial = [(declared.read_module(t, "m"), declared._signatures(t), declared._signature_texts(t)) for t in texts]
+    sglang = Path(next(t.root for t in pinned_targets if "sglang" in t.name))
+    hadamard = (sglang / "sglang/jit_kernel/hadamard.py").read_text(encoding="utf-8")
+    kernels = out_kernels._factory_in(hadamard, "hadamard_transform")
+    assert kernels == "_jit_hadamard_module"
+    monkeypatch.setattr(declared, "bodies_naming", lambda text, words: text)
+    monkeypatch.setattr(declared, "headers_only", lambda text, keep="": text)
+    monkeypatch.setattr(out_kernels, "headers_only", lambda text, keep="": text)
+    whole = [(declared.read_module(t, "m"), declared._signatures(t), declared._signature_texts(t)) for t in texts]
+    assert partial == whole
+    assert sum(len(p[0]) for p in partial) > 20  # declarations were found, not two empty answers
+    assert kernels == out_kernels._factory_in(hadamard, "hadamard_transform")

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from dynacheck.static.lazy_bodies import bodies_naming, headers_only
+
 OP_REGISTRARS = ("register_custom_op",)
 REAL_REGISTRARS = ("custom_op",)  # torch.library.custom_op: already a real op in this version
 FAKE_REGISTRARS = ("register_fake_op",)
@@ -175,7 +177,7 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
     """The declarations in one module's source text."""
     if not any(r in code for r in OP_REGISTRARS + REAL_REGISTRARS):
         return ()
-    module = _parsed(code)
+    module = _parsed(bodies_naming(code, OP_REGISTRARS + REAL_REGISTRARS + FAKE_REGISTRARS))
     if module is None:
         return ()
     positions = cst.MetadataWrapper(module, unsafe_skip_copy=True)
@@ -291,7 +293,7 @@ def _read_signatures(path: str, folder: str) -> dict[str, tuple[bool, bool]]:
 
 
 def _signatures(text: str) -> dict[str, tuple[bool, bool]]:
-    module = _parsed(text)
+    module = _parsed(headers_only(text))
     if module is None:
         return {}
     out: dict[str, tuple[bool, bool]] = {}
@@ -317,7 +319,7 @@ def _read_signature_texts(path: str, folder: str) -> dict[str, tuple[str, str, s
 
 
 def _signature_texts(text: str) -> dict[str, tuple[str, str, str]]:
-    module = _parsed(text)
+    module = _parsed(headers_only(text))
     if module is None:
         return {}
     out: dict[str, tuple[str, str, str]] = {}

@@ -26,6 +26,7 @@ import libcst as cst
 from dynacheck.fixes.declared import _disk_folder, _on_disk, _parsed, read_signatures
 from dynacheck.fixes.from_declared import MARKER, _relative, seal
 from dynacheck.model import Fix, Hop
+from dynacheck.static.lazy_bodies import headers_only
 
 ALLOCATORS = ("empty", "empty_like", "zeros", "zeros_like", "new_empty", "new_zeros", "empty_strided")
 
@@ -60,7 +61,7 @@ def _out_kernel_factory(path: str, qualname: str, folder: str) -> str:
 
 
 def _factory_in(text: str, qualname: str) -> str:
-    module = _parsed(text)
+    module = _parsed(headers_only(text, keep=qualname))  # the other bodies do not matter
     if module is None:
         return ""
     function = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == qualname), None)

@@ -22,35 +22,82 @@ _MODULE_EFFECTS = ("global ", "register_fake")
 
 
 def skeleton(source: str, tree: ast.Module) -> tuple[str, dict[str, tuple[int, int]]]:
-    """The source with deferrable bodies blanked, and top-level name -> (first line, last line) of
-    each deferred definition (decorators included)."""
+    """The source with deferrable bodies left out, and top-level name -> (first line, last line) of
+    each deferred definition (decorators included). Line numbers come from `ast` over the whole file
+    (summary.py), so the skeleton drops the blanked lines: libcst would make a node of each."""
     defined = _module_level_definitions(tree.body)
-    lines: list[str] | None = None
+    lines = source.splitlines(keepends=True)
     pending: dict[str, tuple[int, int]] = {}
     for stmt in tree.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or defined[stmt.name] > 1:
             continue
-        first, last = _first_line(stmt.body[0]), stmt.end_lineno or 0
-        if first <= stmt.lineno or last - first + 1 < MIN_BODY_LINES:
+        start, last = _first_line(stmt), stmt.end_lineno or 0
+        if last - _first_line(stmt.body[0]) + 1 < MIN_BODY_LINES:
             continue
-        if lines is None:
-            lines = source.splitlines(keepends=True)
-        indent = _indent(lines[first - 1]) if last <= len(lines) else ""
-        if not indent or not _starts_statement(lines[first - 1], indent, stmt.body[0]):
-            continue  # the body does not start its own line: keep it
-        start = _first_line(stmt)
         if any(effect in line for line in lines[start - 1:last] for effect in _MODULE_EFFECTS):
             continue
-        lines[first - 1] = indent + "..." + _ending(lines[first - 1])
-        for i in range(first, last):
-            lines[i] = _ending(lines[i]) or "\n"
-        pending[stmt.name] = (start, last)
-    return ("".join(lines) if lines is not None else source), pending
+        if _blank_body(lines, stmt):
+            pending[stmt.name] = (start, last)
+    return ("".join(lines) if pending else source), pending
 
 
-def chunk(source_lines: list[str], start: int, last: int) -> str:
-    """One deferred definition, at its own line numbers (blank lines above it)."""
-    return "\n" * (start - 1) + "".join(source_lines[start - 1:last])
+def headers_only(source: str, keep: str = "") -> str:
+    """The source with the body of every module-level function and every method of a module-level
+    class left out (the top-level function `keep` keeps its body): what readers of signatures need,
+    for a fraction of the parse. Line numbers are not kept."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source  # the caller's own parse reports it
+    lines = source.splitlines(keepends=True)
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name != keep:
+            _blank_body(lines, stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            for inner in stmt.body:
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    _blank_body(lines, inner)
+    return "".join(lines)
+
+
+def bodies_naming(source: str, words: tuple[str, ...]) -> str:
+    """The source with the body of every module-level def/class blanked unless its text (decorators
+    included) holds one of `words`, line numbers kept (its reader asks libcst for positions): a reader
+    of registrations parses only those."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+    lines = source.splitlines(keepends=True)
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            text = "".join(lines[_first_line(stmt) - 1:stmt.end_lineno])
+            if not any(word in text for word in words):
+                _blank_body(lines, stmt, keep_lines=True)
+    return "".join(lines)
+
+
+def _blank_body(lines: list[str], stmt: ast.stmt, keep_lines: bool = False) -> bool:
+    """Replace the body of a def/class by `...` on its first line (in place), and its other lines by
+    nothing, or by empty lines with `keep_lines` (a reader of libcst positions); False, and nothing
+    changed, when the body does not start a line of its own."""
+    first, last = _first_line(stmt.body[0]), stmt.end_lineno or 0
+    if first <= stmt.lineno or last > len(lines):
+        return False
+    indent = _indent(lines[first - 1])
+    if not indent or not _starts_statement(lines[first - 1], indent, stmt.body[0]):
+        return False  # `def f(a,\n      b): return a`: the body is the header's tail
+    lines[first - 1] = indent + "..." + _ending(lines[first - 1])
+    for i in range(first, last):
+        lines[i] = (_ending(lines[i]) or "\n") if keep_lines else ""
+    return True
+
+
+def chunk(source_lines: list[str], start: int, last: int) -> tuple[str, str]:
+    """One deferred definition: its text, and the text at its own line numbers (empty lines above it)
+    for `ast`, which gives the summary its line numbers."""
+    text = "".join(source_lines[start - 1:last])
+    return text, "\n" * (start - 1) + text
 
 
 def top_name(qualname: str) -> str:

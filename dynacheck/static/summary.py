@@ -128,7 +128,7 @@ class ModuleSummary:
         lines = self.__dict__.get("_lines")
         if lines is None:
             lines = self._lines = source.splitlines(keepends=True)
-        _fill_body(self, name, lazy_bodies.chunk(lines, *span))
+        _fill_body(self, name, *lazy_bodies.chunk(lines, *span))
         if not self.pending:
             self._source = self._lines = None
 
@@ -208,13 +208,14 @@ def summarize(source: str, module: str, path: str, is_package: bool, defer: bool
     return summary
 
 
-def _fill_body(summary: ModuleSummary, name: str, text: str) -> None:
-    """Summarize one deferred top-level definition (`text` holds it at its own line numbers) and put
-    what it defines in place of the skeleton's empty entries. Its module binding is the skeleton's."""
+def _fill_body(summary: ModuleSummary, name: str, text: str, placed: str) -> None:
+    """Summarize one deferred top-level definition (`placed` holds `text` at its own line numbers, for
+    `ast`) and put what it defines in place of the skeleton's empty entries. Its module binding is the
+    skeleton's."""
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(max(previous, _WALK_RECURSION))
     try:
-        node = ast.parse(text).body[0]
+        node = ast.parse(placed).body[0]
         stmt = cst.parse_module(text).body[0]
         part = ModuleSummary(module=summary.module, path=summary.path, is_package=summary.is_package)
         _ModuleWalker(part).walk_stmt(stmt, node, node.lineno, _Scope(), (), "", False, "")
