@@ -7,6 +7,7 @@ Every scan of a worker shares one ScanSession, so each module summary is loaded 
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -113,7 +114,20 @@ def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
 
 
 def _walk_entry(entry: str, deployments: list[CensusDeployment]) -> list[tuple[str, dict[str, Any] | str]]:
-    """All deployments of one forward; a failure is a reason string, never a crash."""
+    """All deployments of one forward; a failure is a reason string, never a crash.
+
+    The cycle collector stays off between the scans too: the session's summaries and memos are
+    millions of objects it would rescan after each scan, for garbage that reference counting frees."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _walk_deployments(entry, deployments)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _walk_deployments(entry: str, deployments: list[CensusDeployment]) -> list[tuple[str, dict[str, Any] | str]]:
     from dynacheck.static.scan import scan_targets
 
     out: list[tuple[str, dict[str, Any] | str]] = []

@@ -5,11 +5,11 @@ A mixin of the evaluator: `self.eval`, `self.index` and the memo tables live the
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from dynacheck import model as m
 from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.value_types import MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe, receiver_key
+from dynacheck.static.value_types import (MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe, evolve,
+                                          receiver_key)
 
 
 class ClassModel:
@@ -26,7 +26,7 @@ class ClassModel:
             if attr in summary.methods:
                 via = m.VIA_SELF if via_self else (m.VIA_ATTR_TYPE if base.via not in (m.VIA_HIERARCHY,) else base.via)
                 return [Value("func", cls.module, summary.methods[attr], via, base.confidence,
-                              self_cls=replace(base, kind="cls") if is_instance else None)]
+                              self_cls=evolve(base, kind="cls") if is_instance else None)]
             if attr in summary.attrs:
                 scope = self.module_scope(cls.module)
                 if scope is not None:
@@ -42,7 +42,7 @@ class ClassModel:
     def _super_member(self, base: Value, attr: str, depth: int) -> list[Value]:
         """super().attr: look past the class that defines the calling method in self's MRO."""
         owner_module, _, owner = base.note.partition(":")
-        inst = replace(base, kind="inst", note="")
+        inst = evolve(base, kind="inst", note="")
         order = self.mro(inst)
         past = False
         for cls in order:
@@ -52,7 +52,7 @@ class ClassModel:
                 summary = self.index.klass(cls.module, cls.name)
                 if summary is not None and attr in summary.methods:
                     return [Value("func", cls.module, summary.methods[attr], m.VIA_SUPER, base.confidence,
-                                  self_cls=replace(inst, kind="cls"))]
+                                  self_cls=evolve(inst, kind="cls"))]
             elif (cls.module, cls.name) == (owner_module, owner):
                 past = True
         return [Value("unknown", name=attr)]
@@ -77,7 +77,7 @@ class ClassModel:
                     fn = module.functions.get(method_qualname)
                     if fn is None:
                         continue
-                    scope = Scope(module, fn, replace(inst, kind="cls"))
+                    scope = Scope(module, fn, evolve(inst, kind="cls"))
                     for expr in fn.self_assigns.get(attr, ()):
                         values.extend(self.eval(expr, scope, depth + 1))
                     if f"self.{attr}" in fn.annotations:
@@ -87,7 +87,7 @@ class ClassModel:
             if not decided and (annotations and len(known) < len(values) or (annotations and not values)):
                 for annotation, scope in annotations:
                     known.extend(self._annotated(annotation, scope, depth, hierarchy=True))
-            result = tuple(dedupe([replace(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL, m.VIA_MODULE)
+            result = tuple(dedupe([evolve(v, via=m.VIA_ATTR_TYPE) if v.via in (m.VIA_IMPORT, m.VIA_LOCAL, m.VIA_MODULE)
                                     else v for v in known], limit=MAX_HIERARCHY))
         finally:
             self._active.discard(key)
@@ -102,10 +102,10 @@ class ClassModel:
         if pinned:  # the deployment decides the concrete class (the checkpoint's quantization config)
             return pinned
         for cls in classes:
-            out.append(replace(cls, kind="inst", via=m.VIA_ATTR_TYPE, confidence="medium"))
+            out.append(evolve(cls, kind="inst", via=m.VIA_ATTR_TYPE, confidence="medium"))
             if hierarchy:
                 for sub in self.subclasses(cls):
-                    out.append(replace(sub, kind="inst", via=m.VIA_HIERARCHY, confidence="low",
+                    out.append(evolve(sub, kind="inst", via=m.VIA_HIERARCHY, confidence="low",
                                        note=f"subclass of {cls.name}; the attribute's class is not known statically"))
         return out
 
@@ -126,8 +126,8 @@ class ClassModel:
         key = (cls.module, cls.name)
         if key in self._mro:
             return self._mro[key]
-        self._mro[key] = (replace(cls, kind="cls"),)  # cycle guard
-        order: list[Value] = [replace(cls, kind="cls")]
+        self._mro[key] = (evolve(cls, kind="cls"),)  # cycle guard
+        order: list[Value] = [evolve(cls, kind="cls")]
         summary = self.index.klass(cls.module, cls.name)
         if summary is not None:
             scope = self.module_scope(cls.module)

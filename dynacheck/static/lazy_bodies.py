@@ -146,25 +146,28 @@ class Defs(dict):
     """`functions` or `classes` of a module with deferred bodies: a lookup under a deferred name
     summarizes that body first; iterating summarizes them all."""
 
-    __slots__ = ("_owner",)
+    __slots__ = ("_owner", "_pending")
 
     def __init__(self, items: dict, owner) -> None:
         super().__init__(items)
         self._owner = owner
+        self._pending = owner.pending  # the owner's own dict: a fill removes its name
 
     def _need(self, key) -> None:
-        pending = self._owner.pending
-        if pending and isinstance(key, str):
-            name = top_name(key)
-            if name in pending:
+        if self._pending and isinstance(key, str):
+            name = key.partition(".")[0]
+            if name in self._pending:
                 self._owner.fill(name)
 
     def _need_all(self) -> None:
         for name in list(self._owner.pending):
             self._owner.fill(name)
 
-    def get(self, key, default=None):
-        self._need(key)
+    def get(self, key, default=None):  # the hot path: millions of lookups in a census
+        if self._pending:
+            name = key.partition(".")[0]
+            if name in self._pending:
+                self._owner.fill(name)
         return dict.get(self, key, default)
 
     def __getitem__(self, key):

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import hashlib
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
 from dynacheck.deploy.facts import Deployment
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted, render
-from dynacheck.static.value_types import Scope, Value
+from dynacheck.static.value_types import Scope, Value, evolve
 
 MAX_DEPTH = 10
 MAX_SET = 16
@@ -384,7 +384,7 @@ class PartialEvaluator:
                     self._active.discard(key)
             if name in fn.params:
                 if name == "self" and current.self_cls is not None:
-                    return known(Ref(replace(current.self_cls, kind="inst")))
+                    return known(Ref(evolve(current.self_cls, kind="inst")))
                 return self._param(name, fn, current, depth)
             if name in fn.local_imports:
                 return self.imported(fn.local_imports[name], depth)
@@ -662,9 +662,9 @@ class PartialEvaluator:
                     fn = module.functions.get(qualname)
                     if fn is None or attr not in fn.self_assigns:
                         continue
-                    scope = Scope(module, fn, replace(inst, kind="cls"))
+                    scope = Scope(module, fn, evolve(inst, kind="cls"))
                     if fn.name == "__init__":
-                        scope = replace(scope, bound=self._constructor_arguments(inst, fn, depth, module))
+                        scope = evolve(scope, bound=self._constructor_arguments(inst, fn, depth, module))
                     parts.extend(self.const(e, scope, depth) for e in fn.self_assigns[attr])
                 field = self._field_argument(inst, attr, depth) if not parts and _is_dataclass(summary) else None
                 if field is not None:  # the allocation's keyword, not the field's default
@@ -781,7 +781,7 @@ class PartialEvaluator:
             members = [self._enum_by_value(value, v) for v in arg.values]
             return known(*members, opens=arg.opens) if all(m is not None for m in members) else unknown(*arg.opens)
         if value.kind == "cls":  # remember the allocation: its arguments give the fields and __init__'s params
-            return known(Ref(replace(value, kind="inst", expr=("c", None, tuple(args), tuple(kwargs)), scope=scope)))
+            return known(Ref(evolve(value, kind="inst", expr=("c", None, tuple(args), tuple(kwargs)), scope=scope)))
         return unknown()
 
     def _args(self, args, scope: Scope, depth: int) -> list[Known]:
@@ -834,7 +834,7 @@ class PartialEvaluator:
                 values.append((name, (_as_value(bound[name]),)))
             elif name in summary.defaults and name != "self":
                 values.append((name, (_as_value(self.const(summary.defaults[name], scope, depth)),)))
-        scope = replace(scope, bound=tuple(values) + scope.bound)
+        scope = evolve(scope, bound=tuple(values) + scope.bound)
         parts: list[Known] = []
         for expr, guards in zip(summary.returns, summary.return_guards):
             reachable, conditions = self.guards(guards, scope)

@@ -8,7 +8,7 @@ decorator wrappers, the function the wrapper wraps.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 from dynacheck import model as m
@@ -16,7 +16,7 @@ from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.summary import CallSite
 from dynacheck.static.partial import Obj, Ref, known_name
-from dynacheck.static.values import Evaluator, Scope, Value, weaker
+from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
 
 MAX_NODES = 20_000
 MAX_OTHER_CALLERS = 8
@@ -142,10 +142,10 @@ class Reacher:
             if kind == "func":
                 self._enter_function(node, call, target, confidence, result, queue)
             elif kind == "cls":
-                init = self.ev.member(replace(target, kind="inst"), "__init__", 1)
+                init = self.ev.member(evolve(target, kind="inst"), "__init__", 1)
                 for fn in init:
                     if fn.kind == "func":
-                        self._push(node, call, replace(fn, via=m.VIA_CONSTRUCTOR), confidence, result, queue)
+                        self._push(node, call, evolve(fn, via=m.VIA_CONSTRUCTOR), confidence, result, queue)
                     elif fn.kind == "ext" and self.is_hazard("call", target_name(target)):
                         result.hits.append(Hit(node.key, call, target_name(target), "call", mode=mode,
                                                confidence=confidence, conditions=conditions + target.cond))
@@ -154,7 +154,7 @@ class Reacher:
                 via = m.VIA_MODULE_CALL if method == "forward" else target.via
                 for fn in self.ev.member(target, method, 1):
                     if fn.kind == "func" and self._fits(fn, call, bound_method=True):
-                        self._push(node, call, replace(fn, via=via if target.via != m.VIA_HIERARCHY else target.via,
+                        self._push(node, call, evolve(fn, via=via if target.via != m.VIA_HIERARCHY else target.via,
                                                        confidence=weaker(fn.confidence, target.confidence)),
                                    confidence, result, queue)
             elif kind in ("ext", "extinst"):

@@ -6,7 +6,6 @@ super(), instance attributes, subclasses) lives in `classes.py`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from dynacheck import model as m
 from dynacheck.static.classes import ClassModel
@@ -14,6 +13,7 @@ from dynacheck.static.index import Index
 from dynacheck.static.ir import Expr
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
     BUILTINS,
+    evolve,
     CONST,
     CONTAINER_FACTORIES,
     EXTERNAL_FACTORIES,
@@ -114,7 +114,7 @@ class Evaluator(ClassModel):
                     return list(values)
             fn = current.function
             if name == "self" and current.self_cls is not None and fn.params[:1] == ("self",):
-                return [replace(current.self_cls, kind="inst", via=m.VIA_SELF)]
+                return [evolve(current.self_cls, kind="inst", via=m.VIA_SELF)]
             if name in fn.local_imports:
                 return self.resolve_dotted(fn.local_imports[name])
             if name in fn.assigns:
@@ -132,7 +132,7 @@ class Evaluator(ClassModel):
                 return [UNKNOWN]
             current = current.parent
         module = scope.module.module
-        return [replace(v, via=m.VIA_MODULE) if v.via == m.VIA_IMPORT and v.module == module
+        return [evolve(v, via=m.VIA_MODULE) if v.via == m.VIA_IMPORT and v.module == module
                 and v.kind in ("func", "cls") else v for v in self.global_value(module, name, depth)]
 
     def _pinned_param(self, annotation: Expr, scope: Scope, depth: int) -> list[Value]:
@@ -236,7 +236,7 @@ class Evaluator(ClassModel):
         if kind == "mod":
             if depth > MAX_DEPTH:
                 return [UNKNOWN]
-            return [replace(v, confidence=weaker(v.confidence, base.confidence))
+            return [evolve(v, confidence=weaker(v.confidence, base.confidence))
                     for v in self.global_value(base.name, attr, depth + 1)]
         if kind in ("cls", "inst"):
             return self._class_member(base, attr, depth, via_self)
@@ -253,7 +253,7 @@ class Evaluator(ClassModel):
     def _call(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         if expr[1] == ("n", "super") and scope.self_cls is not None and scope.function is not None:
             owner = scope.function.cls
-            return [replace(scope.self_cls, kind="super", via=m.VIA_SUPER, note=f"{scope.module.module}:{owner}")]
+            return [evolve(scope.self_cls, kind="super", via=m.VIA_SUPER, note=f"{scope.module.module}:{owner}")]
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
@@ -266,7 +266,7 @@ class Evaluator(ClassModel):
     def call_result(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> list[Value]:
         kind = func.kind
         if kind == "cls":  # the instance remembers where it was made: its constructor's arguments
-            return [replace(func, kind="inst", expr=call_expr, scope=scope)]
+            return [evolve(func, kind="inst", expr=call_expr, scope=scope)]
         if kind == "func":
             bound = self._bind_for_returns(func, call_expr, scope, depth)
             return self.returns(func, depth, bound) if bound else self.returns(func, depth)
@@ -275,7 +275,7 @@ class Evaluator(ClassModel):
             if name in EXTERNAL_FACTORIES:
                 return [Value("extinst", name=EXTERNAL_FACTORIES[name])]
             if name in NAMESPACE_FACTORIES:
-                items = tuple((k, replace(v, via=m.VIA_RETURN) if v.kind == "func" else v)
+                items = tuple((k, evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v)
                               for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
                 return [Value("ns", items=items, via=m.VIA_RETURN)]
             if name in CONTAINER_FACTORIES:
@@ -297,7 +297,7 @@ class Evaluator(ClassModel):
             values: list[Value] = []
             if scope is not None and scope.function is not None:
                 values = self._guarded_returns(scope, depth)
-            result = tuple(replace(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
+            result = tuple(evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
         finally:
             self._active.discard(key)
         self._returns[key] = result[:MAX_VALUES]
@@ -358,7 +358,7 @@ class Evaluator(ClassModel):
         out: list[Value] = []
         for value in self.eval(base, scope, depth + 1):
             if value.kind == "cont":
-                out.extend(replace(v, via=value.via if v.via == m.VIA_IMPORT else v.via) for v in value.items)
+                out.extend(evolve(v, via=value.via if v.via == m.VIA_IMPORT else v.via) for v in value.items)
             else:
                 out.append(UNKNOWN)
         return out
@@ -382,11 +382,11 @@ class Evaluator(ClassModel):
             if arg and arg[0] == "l":
                 for v in self.eval(arg[2], scope, depth + 1):
                     if v.kind == "inst":
-                        out.append(replace(v, via=m.VIA_FACTORY))
+                        out.append(evolve(v, via=m.VIA_FACTORY))
             elif arg and arg[0] in ("n", "a"):
                 for v in self.eval(arg, scope, depth + 1):
                     if v.kind == "cls":
-                        out.append(replace(v, kind="inst", via=m.VIA_FACTORY))
+                        out.append(evolve(v, kind="inst", via=m.VIA_FACTORY))
             elif arg and arg[0] == "q":
                 for inner in arg[1]:
                     out.extend(v for v in self.eval(inner, scope, depth + 1) if v.kind == "inst")
@@ -400,7 +400,7 @@ class Evaluator(ClassModel):
 
     def _dict(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         items = [v for e in expr[1] for v in self.eval(e, scope, depth + 1)]
-        return [Value("cont", items=tuple(dedupe([replace(v, via=m.VIA_DISPATCH) for v in items]))[:MAX_VALUES],
+        return [Value("cont", items=tuple(dedupe([evolve(v, via=m.VIA_DISPATCH) for v in items]))[:MAX_VALUES],
                       via=m.VIA_DISPATCH)]
 
     def _either(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
@@ -417,7 +417,7 @@ class Evaluator(ClassModel):
 def with_conditions(value: Value, conditions: tuple) -> Value:
     """The value, believed only when the conditions hold (medium confidence at best)."""
     merged = value.cond + tuple(c for c in conditions if c not in value.cond)
-    return replace(value, cond=merged, confidence=weaker(value.confidence, "medium"))
+    return evolve(value, cond=merged, confidence=weaker(value.confidence, "medium"))
 
 
 _RETURN_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
