@@ -186,3 +186,25 @@ def test_a_flag_attribute_is_not_its_literal_type(scan_cache):
     spec = DeploymentSpec(framework=FACTS, gpu="sm120", platform="cuda")
     found = scan_roots([ROOT], ["depfx.routing:Flagged.forward"], cache_dir=scan_cache, deployment=spec).findings
     assert [f for f in found if f.site.callee == "subprocess.check_output" and f.site.function.endswith("Flagged.forward")]
+
+
+def test_a_result_is_memoized_unless_a_cut_off_reached_an_evaluation_above_it():
+    """The memo rule of the partial evaluator: a cut-off back into the evaluation itself is its own
+    fixpoint (memoized); one into an evaluation already in progress when it began is not."""
+    from dynacheck.static.partial import PartialEvaluator
+
+    pe = PartialEvaluator(None, None)
+    outer = pe._push("outer")
+    outer_low = pe._open_frame()
+    inner = pe._push("inner")
+    inner_low = pe._open_frame()
+    pe._cut("inner")  # inner re-entered itself: resolved within inner
+    del pe._active["inner"]
+    assert pe._close_frame(inner_low, inner) is True
+    again = pe._push("again")
+    again_low = pe._open_frame()
+    pe._cut("outer")  # re-entered outer, which was in progress before `again` began
+    del pe._active["again"]
+    assert pe._close_frame(again_low, again) is False
+    del pe._active["outer"]
+    assert pe._close_frame(outer_low, outer) is True  # the cut was into outer itself

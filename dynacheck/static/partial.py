@@ -23,6 +23,7 @@ from dynacheck.static.ir import Expr, dotted, render
 from dynacheck.static.value_types import Scope, Value, evolve
 
 MAX_DEPTH = 10
+_NO_CUT = 1 << 30
 MAX_SET = 16
 ENUM_BASES = ("enum.Enum", "enum.IntEnum", "enum.StrEnum", "enum.Flag", "enum.IntFlag")
 ENV_READERS = {"os.getenv", "os.environ.get", "os.getenv.get"}
@@ -126,8 +127,8 @@ class PartialEvaluator:
         self.ev = evaluator
         self.dep = deployment or Deployment()
         self._memo: dict[tuple, Known] = {}
-        self._active: set = set()
-        self._cuts = 0  # recursion cut-offs so far: a result computed across one is not memoized
+        self._active: dict = {}  # key -> its depth on the stack of evaluations in progress
+        self._low = _NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)
 
     # ----- tests -------------------------------------------------------------------------------
@@ -174,15 +175,35 @@ class PartialEvaluator:
         hit = self._memo.get(key)
         if hit is not None and hit[0] is scope and hit[1] is test:
             return hit[2]
-        cuts, saved = self._cuts, self._flow
+        saved, depth, low = self._flow, len(self._active), self._open_frame()
         self._flow = (id(scope), line)
         try:
             answer = self.truth(test, scope)
         finally:
             self._flow = saved
-        if cuts == self._cuts:
+        if self._close_frame(low, depth):
             self._memo[key] = (scope, test, answer)
         return answer
+
+    # A result is memoized unless a recursion cut-off inside it re-entered an evaluation that was
+    # already in progress when it started (its value then depends on how it was reached). A cut-off
+    # back into the evaluation itself is its own fixpoint: `x = f(x)` gives the other assignments.
+
+    def _open_frame(self) -> int:
+        low, self._low = self._low, _NO_CUT
+        return low
+
+    def _close_frame(self, low: int, depth: int) -> bool:
+        clean = self._low >= depth
+        self._low = min(low, self._low)
+        return clean
+
+    def _cut(self, key) -> None:
+        self._low = min(self._low, self._active[key])
+
+    def _push(self, key) -> int:
+        depth = self._active[key] = len(self._active)
+        return depth
 
     def _builds_once(self, test: Expr, scope: Scope) -> bool:
         """`if not path.exists():` (directly or through a property that returns it): a file made the
@@ -374,14 +395,14 @@ class PartialEvaluator:
                 if key in self._active:
                     if bound is not None:  # `disabled = ... or disabled`: the parameter's own value
                         return self._of_values(bound)
-                    self._cuts += 1
+                    self._cut(key)
                     return NOTHING  # x = f(x): the other assignments give the values
-                self._active.add(key)
+                self._push(key)
                 try:
                     return merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
                                   for e in self._reaching(fn, name, current)])
                 finally:
-                    self._active.discard(key)
+                    del self._active[key]
             if name in fn.params:
                 if name == "self" and current.self_cls is not None:
                     return known(Ref(evolve(current.self_cls, kind="inst")))
@@ -485,15 +506,14 @@ class PartialEvaluator:
         if key in self._memo:
             return self._memo[key]
         if key in self._active:
-            self._cuts += 1
+            self._cut(key)
             return NOTHING
-        self._active.add(key)
-        cuts = self._cuts
+        frame, low = self._push(key), self._open_frame()
         try:
             result = self._global(module, name, depth)
         finally:
-            self._active.discard(key)
-        if cuts == self._cuts and (result.values is not None or result.opens):
+            del self._active[key]
+        if self._close_frame(low, frame) and (result.values is not None or result.opens):
             self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
         return result
 
@@ -647,10 +667,9 @@ class PartialEvaluator:
         if key in self._memo:
             return self._memo[key]
         if key in self._active:
-            self._cuts += 1
+            self._cut(key)
             return NOTHING
-        self._active.add(key)
-        cuts = self._cuts
+        frame, low = self._push(key), self._open_frame()
         parts: list[Known] = []
         try:
             for cls in self.ev.mro(inst):
@@ -673,9 +692,9 @@ class PartialEvaluator:
                     scope = Scope(module)
                     parts.extend(self.const(e, scope, depth) for e in summary.attrs[attr])
         finally:
-            self._active.discard(key)
+            del self._active[key]
         result = merge(parts) if parts else Known(None)
-        if cuts == self._cuts and (result.values is not None or result.opens):
+        if self._close_frame(low, frame) and (result.values is not None or result.opens):
             self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
         return result
 
@@ -696,9 +715,9 @@ class PartialEvaluator:
         hit = self._memo.get(key)
         if hit is not None and hit[0] is inst.expr and hit[1] is inst.scope and hit[2] is init:
             return hit[3]  # one allocation's arguments, asked once per attribute its methods read
-        cuts = self._cuts
+        frame, low = len(self._active), self._open_frame()
         bound = self._bind_constructor(allocation, init, depth, module)
-        if cuts == self._cuts:
+        if self._close_frame(low, frame):
             self._memo[key] = (inst.expr, inst.scope, init, bound)
         return bound
 
@@ -812,15 +831,14 @@ class PartialEvaluator:
         if key in self._memo:
             return self._memo[key]
         if key in self._active:
-            self._cuts += 1
+            self._cut(key)
             return unknown()
-        self._active.add(key)
-        cuts = self._cuts
+        frame, low = self._push(key), self._open_frame()
         try:
             result = self._returns(func, summary, bound, depth)
         finally:
-            self._active.discard(key)
-        if cuts == self._cuts and (result.values is not None or result.opens):
+            del self._active[key]
+        if self._close_frame(low, frame) and (result.values is not None or result.opens):
             self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
         return result
 
