@@ -113,37 +113,43 @@ def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
     _WORKER["cache_dir"] = cache_dir
 
 
-def _walk_entry(entry: str, deployments: list[CensusDeployment]) -> list[tuple[str, dict[str, Any] | str]]:
-    """All deployments of one forward; a failure is a reason string, never a crash.
+def _walk_deployment(deployment: CensusDeployment, entries: list[str]) -> list[tuple[str, dict[str, Any] | str]]:
+    """Every forward on one deployment; a failure is a reason string, never a crash.
 
-    The cycle collector stays off between the scans too: the session's summaries and memos are
-    millions of objects it would rescan after each scan, for garbage that reference counting frees."""
+    The cycle collector stays off meanwhile: the session's summaries and memos are millions of
+    objects it would rescan after each scan, for garbage that reference counting frees. The
+    deployment's evaluator is let go at the end (the next task is another deployment)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _walk_deployments(entry, deployments)
+        return _walk_entries(deployment, entries)
     finally:
+        _WORKER["session"].release(deployment.spec())
         if collecting:
             gc.enable()
 
 
-def _walk_deployments(entry: str, deployments: list[CensusDeployment]) -> list[tuple[str, dict[str, Any] | str]]:
+def _walk_entries(deployment: CensusDeployment, entries: list[str]) -> list[tuple[str, dict[str, Any] | str]]:
     from dynacheck.static.scan import scan_targets
 
     out: list[tuple[str, dict[str, Any] | str]] = []
-    for deployment in deployments:
+    try:
+        facts = _WORKER["session"].engine(deployment.spec())[0]
+    except UserError as exc:
+        return [(entry, str(exc)) for entry in entries]
+    except Exception as exc:  # noqa: BLE001 - the deployment's facts could not be read: every cell says why
+        return [(entry, f"internal error: {type(exc).__name__}: {exc}") for entry in entries]
+    if facts.refused:  # the framework never loads it: nothing is compiled, nothing to walk
+        return [(entry, {"refused": facts.refused}) for entry in entries]
+    for entry in entries:
         try:
-            facts = _WORKER["session"].engine(deployment.spec())[0]
-            if facts.refused:  # the framework never loads it: nothing is compiled, nothing to walk
-                out.append((deployment.name, {"refused": facts.refused}))
-                continue
             result = scan_targets(_WORKER["targets"], [entry], None, cache_dir=_WORKER["cache_dir"],
                                   deployment=deployment.spec(), session=_WORKER["session"])
-            out.append((deployment.name, cell_record(result)))
+            out.append((entry, cell_record(result)))
         except UserError as exc:
-            out.append((deployment.name, str(exc)))
+            out.append((entry, str(exc)))
         except Exception as exc:  # one cell's analyzer failure must not end the census
-            out.append((deployment.name, f"internal error: {type(exc).__name__}: {exc}"))
+            out.append((entry, f"internal error: {type(exc).__name__}: {exc}"))
     return out
 
 
@@ -186,22 +192,26 @@ def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment
                 wanted[model.entry].append(deployment)
     results: dict[tuple[str, str], dict[str, Any] | str] = {}
     entries = sorted(wanted, key=lambda e: -len(wanted[e]))
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(entries) or 1))
+    # one task per deployment, its forwards in one fixed order: each deployment's evaluator (and what
+    # it memoizes) lives in one process and sees the same scans whatever the number of jobs
+    tasks = [(d, [e for e in entries if d in wanted[e]]) for d in deployments]
+    tasks = [(d, walked) for d, walked in tasks if walked]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     done = 0
     if jobs == 1:
         _init_worker(list(targets), cache_dir)
-        outputs = (_walk_entry(e, wanted[e]) for e in entries)
+        outputs = (_walk_deployment(d, walked) for d, walked in tasks)
         executor = None
     else:
         executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir))
-        outputs = executor.map(_walk_entry, entries, [wanted[e] for e in entries])
+        outputs = executor.map(_walk_deployment, [d for d, _ in tasks], [walked for _, walked in tasks])
     try:
-        for entry, output in zip(entries, outputs):
-            for name, record in output:
-                results[(entry, name)] = record
+        for (deployment, _), output in zip(tasks, outputs):
+            for entry, record in output:
+                results[(entry, deployment.name)] = record
             done += 1
             if progress:
-                progress(f"census: {done}/{len(entries)} forwards walked ({len(results)} cells)")
+                progress(f"census: {done}/{len(tasks)} deployments walked ({len(results)} cells)")
     finally:
         if executor is not None:
             executor.shutdown()

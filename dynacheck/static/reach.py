@@ -124,7 +124,7 @@ class Reacher:
                 return  # a branch this deployment never takes
         self._call_conditions = conditions
         self._scope = scope
-        targets = self.ev.eval(call.func, scope)
+        targets = self._callees(call, scope)
         if call.kind == "with":
             targets = [self._enter(t) for t in targets]
         mode = node.key.mode
@@ -172,6 +172,16 @@ class Reacher:
                     result.unresolved += 1
             elif kind == "unknown":
                 result.unresolved += 1
+
+    def _callees(self, call: CallSite, scope: Scope) -> list[Value]:
+        """What the call's function expression is, once per (call, scope) for the evaluator's life."""
+        key = ("callees", id(call), id(scope))
+        hit = self.ev.sites.get(key)
+        if hit is not None and hit[0] is call and hit[1] is scope:
+            return list(hit[2])
+        targets = self.ev.eval(call.func, scope)
+        self.ev.sites[key] = (call, scope, tuple(targets))
+        return targets
 
     def _fits(self, func: Value, call: CallSite, bound_method: bool | None = None) -> bool:
         """Whether the call's arguments fit the function's parameters (narrows hierarchy fallbacks)."""
@@ -272,7 +282,18 @@ class Reacher:
 
     def _constant_arguments(self, func: Value, call: CallSite) -> tuple:
         """Parameters the callee branches on, bound to the constants this call passes (or their
-        defaults): `build(need_lock=False)` never takes the lock; () when nothing is decided."""
+        defaults): `build(need_lock=False)` never takes the lock; () when nothing is decided.
+        Once per (call, scope, callee) for the evaluator's life: the walk starts with nothing in
+        progress, so the answer does not depend on how the site was reached."""
+        key = ("arguments", id(call), id(self._scope), func.module, func.name, func.self_cls)
+        hit = self.ev.sites.get(key)
+        if hit is not None and hit[0] is call and hit[1] is self._scope:
+            return hit[2]
+        bound = self._bind_arguments(func, call)
+        self.ev.sites[key] = (call, self._scope, bound)
+        return bound
+
+    def _bind_arguments(self, func: Value, call: CallSite) -> tuple:
         fn = self.ev.index.function(func.module, func.name)
         if fn is None:
             return ()

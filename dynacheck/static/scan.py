@@ -208,6 +208,10 @@ class ScanSession:
             self._engines.pop(next(iter(self._engines)))
         return engine
 
+    def release(self, spec: DeploymentSpec) -> None:
+        """Let one deployment's evaluator go (a census is done with it)."""
+        self._engines.pop(repr(spec), None)
+
     def tree_files(self) -> list[Path]:
         """Every module file of the targets (listed once per session)."""
         if self._files is None:

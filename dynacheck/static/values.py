@@ -45,6 +45,9 @@ class Evaluator(ClassModel):
         self._names: dict[tuple, tuple[Value, ...]] = {}
         self._globals: dict[tuple, tuple[Value, ...]] = {}
         self._scopes: dict[tuple, Scope | bool] = {}
+        # per call site and scope, what the walk asks every time it reaches them (reach.py): the
+        # callees and the constants they are called with; a census walks the same sites per forward
+        self.sites: dict[tuple, tuple] = {}
 
     # ----- scopes ------------------------------------------------------------------------------
 
