@@ -106,8 +106,7 @@ class Reacher:
             scope = self.ev.function_scope(node.func, node.bound)
             if scope is None or scope.function is None:
                 continue
-            for call in scope.function.calls:
-                self._visit_call(node, scope, call, result, queue)
+            self._replay(node, self._expansion(key, scope), result, queue)
         return result
 
     @staticmethod
@@ -115,7 +114,36 @@ class Reacher:
         bound_key = tuple((name, tuple(v.key() for v in values)) for name, values in bound)
         return NodeKey(func.module, func.name, func.self_cls.name if func.self_cls else "", bound_key, mode)
 
-    def _visit_call(self, node: Node, scope: Scope, call: CallSite, result: Walk, queue: deque) -> None:
+    # A node's expansion (the hazards its calls hit and the functions they enter) depends on its
+    # scope (function, receiver, bound parameters) and mode only, so it is worked out once for the
+    # evaluator's life and replayed: a census walks the same layers from every model's forward.
+    # Confidences in it are the calls' own; a replay lowers them to the node's.
+
+    def _expansion(self, key: NodeKey, scope: Scope) -> tuple:
+        memo = ("expand", id(scope), key.mode)
+        hit = self.ev.sites.get(memo)
+        if hit is not None and hit[0] is scope:
+            return hit[1]
+        actions: list[tuple] = []
+        for call in scope.function.calls:
+            self._visit_call(key, scope, call, actions)
+        expansion = tuple(actions)
+        self.ev.sites[memo] = (scope, expansion)
+        return expansion
+
+    def _replay(self, node: Node, actions: tuple, result: Walk, queue: deque) -> None:
+        for action in actions:
+            kind = action[0]
+            if kind == "hit":
+                _, call, callee, hit_kind, boundary, confidence, note, conditions = action
+                result.hits.append(Hit(node.key, call, callee, hit_kind, boundary, node.key.mode,
+                                       weaker(node.confidence, confidence), note, conditions))
+            elif kind == "push":
+                self._link(node, action, result, queue)
+            else:
+                result.unresolved += 1
+
+    def _visit_call(self, key: NodeKey, scope: Scope, call: CallSite, out: list) -> None:
         pruned = self.bd.pruned_under_compile(call.guards, scope) if call.guards else ""
         conditions: tuple = ()
         if call.guards and not pruned:
@@ -127,51 +155,48 @@ class Reacher:
         targets = self._callees(call, scope)
         if call.kind == "with":
             targets = [self._enter(t) for t in targets]
-        mode = node.key.mode
         for target in targets:
-            confidence = weaker(node.confidence, target.confidence)
+            confidence = target.confidence
             if pruned:
                 name = self._hazard_name(target, call)
                 if name:
-                    result.hits.append(Hit(node.key, call, name, "pruned", pruned, mode, confidence,
-                                           conditions=conditions + target.cond))
+                    out.append(("hit", call, name, "pruned", pruned, confidence, "", conditions + target.cond))
                 continue
             kind = target.kind
             if kind == "func" and target.confidence == "low" and not self._fits(target, call):
                 continue  # a hierarchy candidate whose signature cannot take this call
             if kind == "func":
-                self._enter_function(node, call, target, confidence, result, queue)
+                self._enter_function(key, call, target, confidence, out)
             elif kind == "cls":
                 init = self.ev.member(evolve(target, kind="inst"), "__init__", 1)
                 for fn in init:
                     if fn.kind == "func":
-                        self._push(node, call, evolve(fn, via=m.VIA_CONSTRUCTOR), confidence, result, queue)
+                        self._push(key, call, evolve(fn, via=m.VIA_CONSTRUCTOR), confidence, out)
                     elif fn.kind == "ext" and self.is_hazard("call", target_name(target)):
-                        result.hits.append(Hit(node.key, call, target_name(target), "call", mode=mode,
-                                               confidence=confidence, conditions=conditions + target.cond))
+                        out.append(("hit", call, target_name(target), "call", "", confidence, "",
+                                    conditions + target.cond))
             elif kind == "inst":
                 method = "forward" if self.ev.is_nn_module(target) else "__call__"
                 via = m.VIA_MODULE_CALL if method == "forward" else target.via
                 for fn in self.ev.member(target, method, 1):
                     if fn.kind == "func" and self._fits(fn, call, bound_method=True):
-                        self._push(node, call, evolve(fn, via=via if target.via != m.VIA_HIERARCHY else target.via,
-                                                       confidence=weaker(fn.confidence, target.confidence)),
-                                   confidence, result, queue)
+                        self._push(key, call, evolve(fn, via=via if target.via != m.VIA_HIERARCHY else target.via,
+                                                     confidence=weaker(fn.confidence, target.confidence)),
+                                   confidence, out)
             elif kind in ("ext", "extinst"):
                 name = target.name
                 if kind == "extinst":
                     name = f"{name}.__call__"
                 if self.is_hazard("call", name):
-                    result.hits.append(Hit(node.key, call, name, "call", mode=mode, confidence=confidence,
-                                           conditions=conditions + target.cond))
+                    out.append(("hit", call, name, "call", "", confidence, "", conditions + target.cond))
             elif kind == "unknown" and target.name and call.func and call.func[0] == "a":
                 if self.is_hazard("method", target.name):
-                    result.hits.append(Hit(node.key, call, target.name, "method", mode=mode,
-                                           confidence=weaker(confidence, "medium"), conditions=conditions))
+                    out.append(("hit", call, target.name, "method", "", weaker(confidence, "medium"), "",
+                                conditions))
                 else:
-                    result.unresolved += 1
+                    out.append(("unresolved",))
             elif kind == "unknown":
-                result.unresolved += 1
+                out.append(("unresolved",))
 
     def _callees(self, call: CallSite, scope: Scope) -> list[Value]:
         """What the call's function expression is, once per (call, scope) for the evaluator's life."""
@@ -216,37 +241,36 @@ class Reacher:
             return target.name
         return ""
 
-    def _enter_function(self, node: Node, call: CallSite, func: Value, confidence: str,
-                        result: Walk, queue: deque) -> None:
+    def _enter_function(self, key: NodeKey, call: CallSite, func: Value, confidence: str, out: list) -> None:
         effect = self.bd.effect(func)
         kind = effect.kind
         note = "; ".join(n for n in effect.notes if n)
         if kind == dynamo.DISABLE:
-            result.hits.append(Hit(node.key, call, qualified(func), "boundary", "disable", node.key.mode,
-                                   confidence, note, self._call_conditions + func.cond))
+            out.append(("hit", call, qualified(func), "boundary", "disable", confidence, note,
+                        self._call_conditions + func.cond))
             return
         if kind == dynamo.OPAQUE:
             return
         if kind == dynamo.OPAQUE_NO_FAKE:
-            result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
-                                   confidence, note, self._call_conditions + func.cond))
+            out.append(("hit", call, qualified(func), "boundary", kind, confidence, note,
+                        self._call_conditions + func.cond))
             return
         if kind in (dynamo.ALLOW_IN_GRAPH, dynamo.NONSTRICT, dynamo.CONSTANT):
-            result.hits.append(Hit(node.key, call, qualified(func), "boundary", kind, node.key.mode,
-                                   confidence, note, self._call_conditions + func.cond))
+            out.append(("hit", call, qualified(func), "boundary", kind, confidence, note,
+                        self._call_conditions + func.cond))
             inner_mode = CONSTANT if kind == dynamo.CONSTANT else TRACE_TIME
-            self._push(node, call, func, confidence, result, queue, mode=inner_mode, note=note)
+            self._push(key, call, func, confidence, out, mode=inner_mode, note=note)
             return
         if kind == dynamo.WRAPPER:
-            inside = any((node.key.module, node.key.qualname) == (w.module, w.name) for w, _ in effect.wrappers)
+            inside = any((key.module, key.qualname) == (w.module, w.name) for w, _ in effect.wrappers)
             if inside:  # the wrapper's own call of the function it wraps: the body, under the wrapper's guards
-                self._push(node, call, func, confidence, result, queue, note=note)
+                self._push(key, call, func, confidence, out, note=note)
                 return
             for wrapper, bound in effect.wrappers:
-                self._push(node, call, wrapper, confidence, result, queue, bound=bound, note=note)
+                self._push(key, call, wrapper, confidence, out, bound=bound, note=note)
             if all(self._calls_wrapped(wrapper, bound) for wrapper, bound in effect.wrappers):
                 return  # the body is reached through the wrapper's own call (a dict cache's `if key not in`)
-        self._push(node, call, func, confidence, result, queue, note=note)
+        self._push(key, call, func, confidence, out, note=note)
 
     def _calls_wrapped(self, wrapper: Value, bound: tuple) -> bool:
         """Whether the wrapper calls the function it wraps by the decorator's parameter name."""
@@ -254,16 +278,22 @@ class Reacher:
         names = {name for name, _ in bound}
         return fn is not None and any(c.func and c.func[0] == "n" and c.func[1] in names for c in fn.calls)
 
-    def _push(self, node: Node, call: CallSite, func: Value, confidence: str, result: Walk, queue: deque,
+    def _push(self, key: NodeKey, call: CallSite, func: Value, confidence: str, out: list,
               bound: tuple = (), mode: str | None = None, note: str = "") -> None:
-        mode = mode or node.key.mode
+        """Record a call into `func`: its node key and the edge's facts (replayed by `_link`)."""
+        mode = mode or key.mode
         if not bound and func.kind == "func" and self.ev.partial.dep.given:
             bound = self._constant_arguments(func, call)
-        key = self._key(func, bound, mode)
         conditions = self._call_conditions + tuple(c for c in func.cond if c not in self._call_conditions)
-        edge = Node(key, func, bound, node.key, call.line, func.via, weaker(confidence, func.confidence),
-                    func.note or note, call.loop, conditions=conditions,
-                    conditional=node.conditional or bool(conditions), chained=_calls_in(call.func))
+        out.append(("push", call, func, bound, self._key(func, bound, mode), weaker(confidence, func.confidence),
+                    func.note or note, conditions, _calls_in(call.func)))
+
+    def _link(self, node: Node, action: tuple, result: Walk, queue: deque) -> None:
+        """A recorded call out of `node`: its callee's node, reached first or again."""
+        _, call, func, bound, key, confidence, note, conditions, chained = action
+        edge = Node(key, func, bound, node.key, call.line, func.via, weaker(node.confidence, confidence),
+                    note, call.loop, conditions=conditions, conditional=node.conditional or bool(conditions),
+                    chained=chained)
         existing = result.nodes.get(key)
         if existing is not None:
             if existing.conditional and not edge.conditional:
