@@ -130,7 +130,11 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         rule = catalog.match_call(name)
         return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)
 
-    value_hits = TensorHazards(evaluator, breaks_at, boundaries.compile_time_value).hits(walk)
+    hazards = evaluator.sites.get(("tensor-hazards",))  # one per deployment: what it learns holds for every scan
+    if hazards is None:
+        hazards = evaluator.sites[("tensor-hazards",)] = TensorHazards(evaluator, breaks_at,
+                                                                        boundaries.compile_time_value)
+    value_hits = hazards.hits(walk)
     # `.tolist()` on a tensor known to hold integers is DC119 (GB0033), not the float case DC051
     ints = {(h.at, h.call.line) for h in value_hits if h.boundary == INT_TOLIST}
     walk.hits = [h for h in walk.hits if not (h.kind == "method" and h.callee == "tolist"

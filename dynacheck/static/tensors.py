@@ -23,7 +23,7 @@ from dynacheck.static.ir import Expr, dotted, render
 from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
 from dynacheck.static.summary import CallSite, FunctionSummary
 from dynacheck.static.value_uses import TENSOR, is_tensor_annotation
-from dynacheck.static.values import Evaluator, Scope, Value
+from dynacheck.static.values import Evaluator, Scope, Value, evolve
 
 # Tensor methods and attributes whose result is not a tensor.
 PYTHON_METHODS = frozenset({
@@ -90,8 +90,11 @@ class TensorHazards:
         self.compile_time = compile_time  # a test's value under Dynamo when known (is_compiling()), else None
         self._returns: dict[tuple, bool] = {}
         self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values)
+        self._nodes: dict[tuple, tuple] = {}  # (id(scope), seeds) -> (scope, its environment, its hits)
 
     def hits(self, walk: Walk) -> list[Hit]:
+        """A function's hazards depend on its scope and which of its parameters hold tensors only, so
+        they are found once per such pair for this object's life (a census keeps one per deployment)."""
         envs: dict[NodeKey, _Env] = {}
         found: list[Hit] = []
         for key, node in walk.nodes.items():  # insertion order is the walk's breadth-first order
@@ -101,9 +104,13 @@ class TensorHazards:
             if scope is None or scope.function is None:
                 continue
             seeds = self._seeds(scope.function, node, walk, envs)
-            env = self.environment(scope, seeds)
-            envs[key] = env
-            found.extend(self._hazards(key, env))
+            memo = (id(scope), frozenset(seeds))
+            cached = self._nodes.get(memo)
+            if cached is None or cached[0] is not scope:
+                env = self.environment(scope, seeds)
+                cached = self._nodes[memo] = (scope, env, self._hazards(key, env))
+            envs[key] = cached[1]
+            found.extend(hit if hit.at == key else evolve(hit, at=key) for hit in cached[2])
         return found
 
     # ----- tensor-ness ---------------------------------------------------------------------
