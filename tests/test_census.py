@@ -216,3 +216,20 @@ def test_compare_sorts_cells_into_fixed_broken_changed():
     diff = compare(old, new)
     assert [c["model"] for c in diff["fixed"]] == ["A"] and diff["added_models"] == ["B"]
     assert not diff["broken"] and "fixed (fatal before, none after): 1" in compare_markdown(diff)
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_cells_are_the_same_whatever_the_number_of_jobs(pinned_targets, tmp_path):
+    """One task per deployment, its forwards in one order: what a deployment's evaluator memoizes
+    cannot depend on which other forwards a worker happened to walk first."""
+    from dynacheck.census.run import run_census
+
+    models = ["LlamaForCausalLM", "DeepseekV3ForCausalLM", "ExaoneMoEForCausalLM", "BailingMoeForCausalLM"]
+    wanted = [d for d in default_deployments() if d.name in ("bf16/sm90", "bf16/sm100", "fp8/sm100")]
+    one = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=models)
+    two = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=2, models=models)  # cache now warm
+    assert one.stats["jobs"] == 1 and two.stats["jobs"] == 2
+    assert len(one.cells) == len(models) * len(wanted)
+    assert one.cells == two.cells
+    assert any(c["fatal_sites"] for c in one.cells) and any(c["conditional_sites"] for c in one.cells)
