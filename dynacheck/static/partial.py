@@ -397,12 +397,20 @@ class PartialEvaluator:
                         return self._of_values(bound)
                     self._cut(key)
                     return NOTHING  # x = f(x): the other assignments give the values
-                self._push(key)
+                flow = self._flow[1] if self._flow is not None and self._flow[0] == id(current) else 0
+                memo = ("local", id(fn), name, id(current), flow)
+                hit = self._memo.get(memo)
+                if hit is not None and hit[0] is current:
+                    return hit[1]
+                frame, low = self._push(key), self._open_frame()
                 try:
-                    return merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
-                                  for e in self._reaching(fn, name, current)])
+                    result = merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
+                                    for e in self._reaching(fn, name, current)])
                 finally:
                     del self._active[key]
+                if self._close_frame(low, frame):
+                    self._memo[memo] = (current, result)  # the scope is kept so its id is not reused
+                return result
             if name in fn.params:
                 if name == "self" and current.self_cls is not None:
                     return known(Ref(evolve(current.self_cls, kind="inst")))
