@@ -122,6 +122,17 @@ def test_measured_counts_in_the_docs_agree_with_bench_results():
     schema_doc = (ROOT / "docs" / "json-schema.md").read_text(encoding="utf-8")
     for found in re.findall(r'"files_parsed": (\d+)', schema_doc):
         assert found == parsed
+    # the README's speed figures are the benchmark's own, not remembered ones
+    ratio = re.search(r"\| cold / floor \| \*\*([\d.]+)x\*\*", results).group(1)
+    warm = re.search(r"\| warm scan: a new process.*?\| \*\*([\d.]+) s\*\*", results).group(1)
+    census = re.search(r"\| census / flagship \| \*\*([\d.]+)x\*\*", results).group(1)
+    rss = re.search(r"main \+ workers \(upper bound\) \| \d+ MB / \*\*(\d+) MB\*\*", results).group(1)
+    assert f"cold scan {ratio}x a bare single-core" in README
+    assert f"redone) {warm} s" in README
+    assert f"takes {census}x one cold flagship scan, peak RSS {rss} MB" in README
+    cache_doc = (ROOT / "docs" / "cache.md").read_text(encoding="utf-8")
+    cold = re.search(r"\| cold scan \(empty summary cache\) \| ([\d.]+) s", results).group(1)
+    assert f"{warm} s warm against {cold} s cold" in cache_doc
 
 
 def test_ci_runs_the_readme_test_command_in_parallel():
