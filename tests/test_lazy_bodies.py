@@ -187,3 +187,15 @@ def test_fix_readers_read_the_same_from_a_partial_parse(pinned_targets, monkeypa
     assert partial == whole
     assert sum(len(p[0]) for p in partial) > 20  # declarations were found, not two empty answers
     assert kernels == out_kernels._factory_in(hadamard, "hadamard_transform")
+
+
+@pytest.mark.parametrize("newline, indent", [("\r\n", "    "), ("\n", "\t")])
+def test_crlf_and_tab_indented_bodies_defer_the_same(newline, indent):
+    source = newline.join([
+        "import os", "", "@register(",  "    'x')", "def f(a,", "      b=1):",
+        f"{indent}'''doc'''", f"{indent}if a:", f"{indent}{indent}return os.getcwd()", f"{indent}return b", "",
+        "class C:", f"{indent}def m(self):", f"{indent}{indent}x = f(1)", f"{indent}{indent}y = x", f"{indent}{indent}return y", "",
+    ])
+    lazy = summarize(source, "m", "m.py", False)
+    assert set(lazy.pending) == {"f", "C"}
+    assert _plain(lazy) == _plain(summarize(source, "m", "m.py", False, defer=False))
