@@ -114,6 +114,12 @@ def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
     _WORKER["cache_dir"] = cache_dir
 
 
+def _read_ahead(deployment: CensusDeployment, entries: list[str]) -> None:
+    """Walk these forwards only to summarize the sources they reach into the shared disk cache; the
+    evaluator is let go, so no cell depends on which worker read what."""
+    _walk_deployment(deployment, entries)
+
+
 def _walk_deployment(deployment: CensusDeployment, entries: list[str]) -> list[tuple[str, dict[str, Any] | str]]:
     """Every forward on one deployment; a failure is a reason string, never a crash. The deployment's
     evaluator is let go at the end (the next task is another deployment)."""
@@ -214,6 +220,11 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         executor = None
     else:
         executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir))
+        # Read the sources once, split over the workers: each walks every jobs-th forward of the first
+        # deployment and throws the result away. Without this every worker's first task parses the
+        # same files at the same time (measured: 8-9 s of a 19 s census).
+        first, walked = tasks[0]
+        list(executor.map(_read_ahead, [first] * jobs, [walked[i::jobs] for i in range(jobs)]))
         outputs = executor.map(_walk_deployment, [d for d, _ in tasks], [walked for _, walked in tasks])
     try:
         for (deployment, _), output in zip(tasks, outputs):
