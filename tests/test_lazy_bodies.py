@@ -199,3 +199,10 @@ def test_crlf_and_tab_indented_bodies_defer_the_same(newline, indent):
     lazy = summarize(source, "m", "m.py", False)
     assert set(lazy.pending) == {"f", "C"}
     assert _plain(lazy) == _plain(summarize(source, "m", "m.py", False, defer=False))
+
+
+def test_the_word_global_in_a_comment_does_not_keep_a_body():
+    source = "def rank():\n    # the global rank of this process\n    '''global rank'''\n    r = 0\n    return r\n"
+    assert summarize(source, "m", "m.py", False).pending == {"rank": (1, 5)}
+    bound = source.replace("    r = 0\n", "    global R\n    R = 0\n    r = R\n")
+    assert summarize(bound, "m", "m.py", False).pending == {}  # a real `global` binds a module name

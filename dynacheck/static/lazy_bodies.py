@@ -16,9 +16,10 @@ body, or a definition under `if`/`try` at module level.
 from __future__ import annotations
 
 import ast
+import re
 
 MIN_BODY_LINES = 4  # shorter bodies cost less to parse than to defer
-_MODULE_EFFECTS = ("global ", "register_fake")
+_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+\w", re.MULTILINE)  # not "the global rank" in a comment
 
 
 def skeleton(source: str, tree: ast.Module) -> tuple[str, dict[str, tuple[int, int]]]:
@@ -34,7 +35,8 @@ def skeleton(source: str, tree: ast.Module) -> tuple[str, dict[str, tuple[int, i
         start, last = _first_line(stmt), stmt.end_lineno or 0
         if last - _first_line(stmt.body[0]) + 1 < MIN_BODY_LINES:
             continue
-        if any(effect in line for line in lines[start - 1:last] for effect in _MODULE_EFFECTS):
+        text = "".join(lines[start - 1:last])
+        if "register_fake" in text or ("global" in text and _GLOBAL_STATEMENT.search(text)):
             continue
         if _blank_body(lines, stmt):
             pending[stmt.name] = (start, last)
