@@ -202,7 +202,7 @@ def test_crlf_and_tab_indented_bodies_defer_the_same(newline, indent):
 
 
 def test_the_word_global_in_a_comment_does_not_keep_a_body():
-    source = "def rank():\n    # the global rank of this process\n    '''global rank'''\n    r = 0\n    return r\n"
-    assert summarize(source, "m", "m.py", False).pending == {"rank": (1, 5)}
+    source = "def rank():\n    # the global rank of this process\n    '''global rank'''\n    r = 0\n    r += 1\n    return r\n"
+    assert summarize(source, "m", "m.py", False).pending == {"rank": (1, 6)}
     bound = source.replace("    r = 0\n", "    global R\n    R = 0\n    r = R\n")
     assert summarize(bound, "m", "m.py", False).pending == {}  # a real `global` binds a module name
