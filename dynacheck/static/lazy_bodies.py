@@ -2,10 +2,10 @@
 
 A scan reads a small part of most modules it loads: on the flagship, 47 % of the bytes of the modules
 whose functions it looks up, and 6 KB of server_args.py's 250 KB. So `summarize` hands libcst a
-*skeleton*: the module with the body of each plain top-level `def`/`class` replaced by `...`, line
-numbers kept, so module-level names, imports, decorators, bases and signatures are all summarized at
-once. A body is parsed and summarized the first time `functions` or `classes` is asked for a name
-under it (`Foo`, `Foo.method`, `f.<locals>.g`).
+*skeleton*: the module with the body of each plain top-level `def`/`class` replaced by `...` (17 % of
+the flagship's bytes; line numbers come from `ast` over the whole file), so module-level names, imports,
+decorators, bases and signatures are all summarized at once. A body is parsed and summarized the first
+time `functions` or `classes` is asked for a name under it (`Foo`, `Foo.method`, `f.<locals>.g`).
 
 A body stays in the skeleton (summarized at once) when leaving it out could change what the module
 says about itself: a `global` statement (it binds a module name), a `register_fake` (the module's
