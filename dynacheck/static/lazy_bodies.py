@@ -16,6 +16,7 @@ body, or a definition under `if`/`try` at module level.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 MIN_BODY_LINES = 4  # shorter bodies cost less to parse than to defer
@@ -43,6 +44,7 @@ def skeleton(source: str, tree: ast.Module) -> tuple[str, dict[str, tuple[int, i
     return ("".join(lines) if pending else source), pending
 
 
+@functools.lru_cache(maxsize=8)  # the signature readers ask for the same file's headers in turn
 def headers_only(source: str, keep: str = "") -> str:
     """The source with the body of every module-level function and every method of a module-level
     class left out (the top-level function `keep` keeps its body): what readers of signatures need,
