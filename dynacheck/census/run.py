@@ -169,7 +169,7 @@ def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment
     """The census of every registered model (or those named in `models`) x `deployments`.
 
     The cycle collector is off throughout (here and in the workers): the summaries and memos are
-    millions of objects that each collection would rescan (measured: 4.4 s of a 38 s census), for
+    millions of objects that each collection would rescan, for
     garbage that reference counting frees."""
     collecting = gc.isenabled()
     gc.disable()
@@ -209,7 +209,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     if tasks:
         # The first deployment is walked in two fixed halves, each with an evaluator of its own: two
         # workers then start on different forwards and parse the sources once between them instead of
-        # once each (measured: 8-9 s of a 19 s census). The halves are the same whatever --jobs.
+        # once each. The halves are the same whatever --jobs.
         first, walked = tasks[0]
         tasks[:1] = [(first, walked[0::2]), (first, walked[1::2])] if len(walked) > 1 else tasks[:1]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))

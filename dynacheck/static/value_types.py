@@ -82,7 +82,7 @@ class Scope:
 
 
 def evolve(obj, **changes):
-    """`dataclasses.replace` for the evaluator's values and scopes, five times cheaper: a copy of the
+    """`dataclasses.replace` for the evaluator's values and scopes, without its per-call checks: a copy of the
     instance's fields with `changes` applied, without re-running `__init__` (these classes define no
     `__post_init__`). The walk makes millions of such copies in a census."""
     new = object.__new__(obj.__class__)
