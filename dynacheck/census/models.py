@@ -10,6 +10,7 @@ and the reason (read from SGLang's runner and ModelConfig), never a walk of code
 from __future__ import annotations
 
 import ast
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,11 +46,25 @@ def _read(path: Path, name: str) -> _Module | None:
         return None
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     imports: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 imports[alias.asname or alias.name] = f"{node.module}:{alias.name}"
     return _Module(name, classes, imports, tree)
+
+
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statements(tree: ast.Module):
+    """Every statement (and except handler / match case) in `ast.walk`'s breadth-first order,
+    without visiting expressions: an import is a statement, and a model file is mostly expressions
+    (a full `ast.walk` of SGLang's models was most of the model listing's time)."""
+    todo = deque(tree.body)
+    while todo:
+        node = todo.popleft()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDERS))
 
 
 def _registered(tree: ast.Module | None) -> list[str]:

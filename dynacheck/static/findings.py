@@ -73,6 +73,10 @@ class FindingBuilder:
         self.package_of = _memo(package_of)  # absolute path -> distribution name
         self.lines = SourceLines()
         self._located: dict[str, tuple[str, str, str] | None] = {}
+        # a census builds findings for hundreds of walks with one builder (ScanSession.findings):
+        # a hop is the same wherever it appears, and a function's facts are its own
+        self._hops: dict[tuple, Hop] = {}
+        self._facts: dict[tuple[str, str], HopFacts] = {}
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
         candidates: dict[tuple, list[tuple[Finding, list[HopFacts]]]] = {}
@@ -276,25 +280,36 @@ class FindingBuilder:
             if module is None or fn is None:
                 return [], []
             line = nodes[i + 1].call_line if i + 1 < len(keys) else hit.call.line
-            path = module.path
-            notes = [n for n in (node.note, self._loop_note(nodes, i)) if n]
-            if node.via == "class hierarchy fallback" and not node.note:
-                notes.append("the attribute's class is not known statically: every subclass is followed")
-            hops.append(Hop(
-                function=f"{key.module}.{fn.qualname.split('@')[0]}", file=self.display(path), line=line,
-                via=node.via, confidence=node.confidence, package=self.package_of(path),
-                note="; ".join(notes), code=self.lines.line(path, line),
-            ))
-            decorators = {self._decorator_name(d) for d in fn.decorators}
-            facts.append(HopFacts(
-                returns_tensors=op_returns_ok(fn.returns_annotation), returns=fn.returns_annotation,
-                signature=read_signature_texts(path).get(fn.qualname.split("@")[0]) if "<locals>" not in fn.qualname
-                else None,
-                has_params=bool([p for p in fn.params if p not in ("self", "cls")]),
-                cached=bool(decorators & set(CACHE_DECORATORS)) or any("cache" in d for d in decorators),
-                def_file=self.display(path), def_line=fn.line,
-            ))
+            hop_key = (key.module, key.qualname, line, node.via, node.confidence, node.note, self._loop_note(nodes, i))
+            hop = self._hops.get(hop_key)
+            if hop is None:
+                hop = self._hops[hop_key] = self._hop(module.path, fn, *hop_key)
+            hops.append(hop)
+            fn_facts = self._facts.get((module.path, fn.qualname))
+            if fn_facts is None:
+                fn_facts = self._facts[(module.path, fn.qualname)] = self._hop_facts(module.path, fn)
+            facts.append(fn_facts)
         return hops, facts
+
+    def _hop(self, path: str, fn, module: str, qualname: str, line: int, via: str, confidence: str, note: str,
+             loop_note: str) -> Hop:
+        notes = [n for n in (note, loop_note) if n]
+        if via == "class hierarchy fallback" and not note:
+            notes.append("the attribute's class is not known statically: every subclass is followed")
+        return Hop(function=f"{module}.{fn.qualname.split('@')[0]}", file=self.display(path), line=line,
+                   via=via, confidence=confidence, package=self.package_of(path),
+                   note="; ".join(notes), code=self.lines.line(path, line))
+
+    def _hop_facts(self, path: str, fn) -> HopFacts:
+        decorators = {self._decorator_name(d) for d in fn.decorators}
+        return HopFacts(
+            returns_tensors=op_returns_ok(fn.returns_annotation), returns=fn.returns_annotation,
+            signature=read_signature_texts(path).get(fn.qualname.split("@")[0]) if "<locals>" not in fn.qualname
+            else None,
+            has_params=bool([p for p in fn.params if p not in ("self", "cls")]),
+            cached=bool(decorators & set(CACHE_DECORATORS)) or any("cache" in d for d in decorators),
+            def_file=self.display(path), def_line=fn.line,
+        )
 
     @staticmethod
     def _decorator_name(expr) -> str:

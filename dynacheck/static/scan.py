@@ -152,8 +152,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if observer is not None:
         observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
     use_disk_cache(cache)  # the op declarations the fixes read: parsed once per file version, like summaries
-    builder = FindingBuilder(index, catalog, locator.display_path, lambda p: _package(locator, p))
-    findings = builder.build(walk, entry_of)
+    findings = session.finding_builder(catalog).build(walk, entry_of)
     why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
     if why_fullgraph:
         findings = apply_fullgraph(findings, why_fullgraph)
@@ -193,6 +192,7 @@ class ScanSession:
         self.locator, self.cache, self.index, self.problems = locator, cache, index, problems
         self._files: list[Path] | None = None
         self._engines: dict[str, tuple] = {}  # deployment -> (facts, evaluator, boundaries), most recent last
+        self._builder: FindingBuilder | None = None
 
     def engine(self, spec: DeploymentSpec) -> tuple:
         """The deployment's facts and the evaluator that reads them, shared by every scan of this
@@ -211,6 +211,14 @@ class ScanSession:
         while len(self._engines) > MAX_ENGINES:
             self._engines.pop(next(iter(self._engines)))
         return engine
+
+    def finding_builder(self, catalog) -> FindingBuilder:
+        """One builder for the session's scans: what it reads (source lines, hops, op declarations)
+        is the same for every walk over these targets."""
+        if self._builder is None or self._builder.catalog is not catalog:
+            self._builder = FindingBuilder(self.index, catalog, self.locator.display_path,
+                                           lambda p: _package(self.locator, p))
+        return self._builder
 
     def release(self, spec: DeploymentSpec) -> None:
         """Let one deployment's evaluator go (a census is done with it)."""
