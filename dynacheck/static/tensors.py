@@ -91,6 +91,7 @@ class TensorHazards:
         self._returns: dict[tuple, bool] = {}
         self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values)
         self._nodes: dict[tuple, tuple] = {}  # (id(scope), seeds) -> (scope, its environment, its hits)
+        self._seed_sets: dict[tuple, tuple] = {}  # (id(function), its callers' (id(env), line)) -> seeds
 
     def hits(self, walk: Walk) -> list[Hit]:
         """A function's hazards depend on its scope and which of its parameters hold tensors only, so
@@ -221,10 +222,20 @@ class TensorHazards:
         """Annotated tensors; for the entry its unannotated parameters when it annotates none;
         otherwise the parameters whose argument is a tensor at a followed call (unless annotated
         with another type)."""
+        if node.parent is None:
+            seeds = _annotated(fn)
+            params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
+            return seeds if seeds else seeds | set(params)
+        # the callers' environments are this object's own (kept for its life), so their ids name them
+        memo = (id(fn), tuple((id(envs.get(edge.parent)), edge.call_line) for edge in (node, *node.others)))
+        found = self._seed_sets.get(memo)
+        if found is None or found[0] is not fn:
+            found = self._seed_sets[memo] = (fn, frozenset(self._caller_seeds(fn, node, envs)))
+        return set(found[1])
+
+    def _caller_seeds(self, fn: FunctionSummary, node, envs: dict[NodeKey, _Env]) -> set[str]:
         seeds = _annotated(fn)
         params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
-        if node.parent is None:
-            return seeds if seeds else seeds | set(params)
         # parameters with a default are usually flags and options: only required ones take a caller's tensor
         required = fn.arity[1] - (len(fn.params[:fn.arity[0]]) - len(_positional(fn, True)))
         params = tuple(p if i < required else "" for i, p in enumerate(params))
