@@ -233,3 +233,21 @@ def test_cells_are_the_same_whatever_the_number_of_jobs(pinned_targets, tmp_path
     assert len(one.cells) == len(models) * len(wanted)
     assert one.cells == two.cells
     assert any(c["fatal_sites"] for c in one.cells) and any(c["conditional_sites"] for c in one.cells)
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_a_deployment_walked_as_a_fork_has_the_cells_of_a_fresh_walk(pinned_targets, tmp_path):
+    """nvfp4/sm120 walked after nvfp4/sm100 (its evaluator forked, keeping what read no GPU fact)
+    against nvfp4/sm120 walked alone: the same cells, although the GPU changes them."""
+    from dynacheck.census.run import run_census
+
+    models = ["LlamaForCausalLM", "BaichuanForCausalLM", "DeepseekV3ForCausalLM"]
+    chain = [d for d in default_deployments() if d.name in ("nvfp4/sm100", "nvfp4/sm120")]
+    forked = run_census(pinned_targets, chain, cache_dir=tmp_path, jobs=1, models=models)
+    alone = run_census(pinned_targets, chain[1:], cache_dir=tmp_path, jobs=1, models=models)
+    on = lambda census, name: [c for c in census.cells if c["deployment"] == name]  # noqa: E731
+    assert len(on(forked, "nvfp4/sm120")) == len(models)
+    assert on(forked, "nvfp4/sm120") == on(alone, "nvfp4/sm120")
+    strip = lambda cells: [{k: v for k, v in c.items() if k != "deployment"} for c in cells]  # noqa: E731
+    assert strip(on(forked, "nvfp4/sm100")) != strip(on(forked, "nvfp4/sm120"))  # the GPU decides something

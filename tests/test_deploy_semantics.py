@@ -190,7 +190,9 @@ def test_a_flag_attribute_is_not_its_literal_type(scan_cache):
 
 def test_a_result_is_memoized_unless_a_cut_off_reached_an_evaluation_above_it():
     """The memo rule of the partial evaluator: a cut-off back into the evaluation itself is its own
-    fixpoint (memoized); one into an evaluation already in progress when it began is not."""
+    fixpoint (memoized); one into an evaluation already in progress when it began is not. A closed
+    frame gives the facts read inside it (for its memo entry) and adds them to the one around it."""
+    from dynacheck.deploy.facts import GPU_FACT
     from dynacheck.static.partial import PartialEvaluator
 
     pe = PartialEvaluator(None, None)
@@ -199,12 +201,15 @@ def test_a_result_is_memoized_unless_a_cut_off_reached_an_evaluation_above_it():
     inner = pe._push("inner")
     inner_low = pe._open_frame()
     pe._cut("inner")  # inner re-entered itself: resolved within inner
+    pe.reads |= GPU_FACT  # inner read the GPU
     del pe._active["inner"]
-    assert pe._close_frame(inner_low, inner) is True
+    assert pe._close_frame(inner_low, inner) == GPU_FACT
     again = pe._push("again")
     again_low = pe._open_frame()
+    assert pe.reads == 0  # a new frame starts with nothing read
     pe._cut("outer")  # re-entered outer, which was in progress before `again` began
     del pe._active["again"]
-    assert pe._close_frame(again_low, again) is False
+    assert pe._close_frame(again_low, again) is None
     del pe._active["outer"]
-    assert pe._close_frame(outer_low, outer) is True  # the cut was into outer itself
+    assert pe._close_frame(outer_low, outer) == GPU_FACT  # the cut was into outer itself; inner's read is its own
+    assert pe.reads == GPU_FACT

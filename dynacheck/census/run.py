@@ -114,21 +114,35 @@ def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
     _WORKER["cache_dir"] = cache_dir
 
 
-def _walk_deployment(deployment: CensusDeployment, entries: list[str]) -> list[tuple[str, dict[str, Any] | str]]:
-    """Every forward on one deployment; a failure is a reason string, never a crash. The deployment's
-    evaluator is let go at the end (the next task is another deployment)."""
+def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list[list[tuple[str, dict[str, Any] | str]]]:
+    """Every forward on each deployment of a chain (deployments that differ in their GPU only), in
+    order; a failure is a reason string, never a crash. Each deployment's evaluator is forked from
+    the one walked before it (ScanSession.engine), and all are let go at the end."""
+    session = _WORKER["session"]
+    out, walked = [], None
     try:
-        return _walk_entries(deployment, entries)
+        for deployment, walk in zip(chain, entries):
+            found = _walk_entries(deployment, walk, walked)
+            out.append(found)
+            if any(isinstance(record, dict) and "refused" not in record for _, record in found):
+                if walked is not None:  # the next one forks from this one
+                    session.release(walked)
+                walked = deployment.spec()
+            else:  # refused or failed: nothing walked to fork from
+                session.release(deployment.spec())
     finally:
-        _WORKER["session"].release(deployment.spec())
+        for deployment in chain:
+            session.release(deployment.spec())
+    return out
 
 
-def _walk_entries(deployment: CensusDeployment, entries: list[str]) -> list[tuple[str, dict[str, Any] | str]]:
+def _walk_entries(deployment: CensusDeployment, entries: list[str],
+                  fork_from=None) -> list[tuple[str, dict[str, Any] | str]]:
     from dynacheck.static.scan import scan_targets
 
     out: list[tuple[str, dict[str, Any] | str]] = []
     try:
-        facts = _WORKER["session"].engine(deployment.spec())[0]
+        facts = _WORKER["session"].engine(deployment.spec(), fork_from)[0]
     except UserError as exc:
         return [(entry, str(exc)) for entry in entries]
     except Exception as exc:  # noqa: BLE001 - the deployment's facts could not be read: every cell says why
@@ -145,6 +159,31 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str]) -> list[tupl
         except Exception as exc:  # one cell's analyzer failure must not end the census
             out.append((entry, f"internal error: {type(exc).__name__}: {exc}"))
     return out
+
+
+def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
+           wanted: dict[str, list[CensusDeployment]]) -> list[tuple[list[CensusDeployment], list[list[str]]]]:
+    """The census's units of work: chains of deployments that differ in their GPU only (one
+    evaluator per chain, forked from one deployment to the next: ScanSession.engine), each with
+    its forwards in one fixed order. A task's evaluators live in one process and see the same scans
+    whatever the number of jobs, so the cells do not depend on it.
+
+    The first chain is walked in two fixed halves of its forwards, each with evaluators of its own:
+    two workers then start on different forwards and parse the sources once between them instead
+    of once each."""
+    chains: dict[tuple, list[CensusDeployment]] = {}
+    for deployment in deployments:
+        chains.setdefault((deployment.server_args, deployment.platform, deployment.env), []).append(deployment)
+    tasks = []
+    for chain in chains.values():
+        walks = [[e for e in entries if d in wanted[e]] for d in chain]
+        if any(walks):
+            tasks.append((chain, walks))
+    if tasks:
+        chain, walks = tasks[0]
+        if max(len(w) for w in walks) > 1:
+            tasks[:1] = [(chain, [w[0::2] for w in walks]), (chain, [w[1::2] for w in walks])]
+    return tasks
 
 
 def _sglang_root(targets: Sequence[Target]) -> Path:
@@ -202,29 +241,21 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 wanted[model.entry].append(deployment)
     results: dict[tuple[str, str], dict[str, Any] | str] = {}
     entries = sorted(wanted, key=lambda e: -len(wanted[e]))
-    # one task per deployment, its forwards in one fixed order: each deployment's evaluator (and what
-    # it memoizes) lives in one process and sees the same scans whatever the number of jobs
-    tasks = [(d, [e for e in entries if d in wanted[e]]) for d in deployments]
-    tasks = [(d, walked) for d, walked in tasks if walked]
-    if tasks:
-        # The first deployment is walked in two fixed halves, each with an evaluator of its own: two
-        # workers then start on different forwards and parse the sources once between them instead of
-        # once each. The halves are the same whatever --jobs.
-        first, walked = tasks[0]
-        tasks[:1] = [(first, walked[0::2]), (first, walked[1::2])] if len(walked) > 1 else tasks[:1]
+    tasks = _tasks(deployments, entries, wanted)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     done = 0
     if jobs == 1:
         _init_worker(list(targets), cache_dir)
-        outputs = (_walk_deployment(d, walked) for d, walked in tasks)
+        outputs = (_walk_chain(chain, walks) for chain, walks in tasks)
         executor = None
     else:
         executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir))
-        outputs = executor.map(_walk_deployment, [d for d, _ in tasks], [walked for _, walked in tasks])
+        outputs = executor.map(_walk_chain, [chain for chain, _ in tasks], [walks for _, walks in tasks])
     try:
-        for (deployment, _), output in zip(tasks, outputs):
-            for entry, record in output:
-                results[(entry, deployment.name)] = record
+        for (chain, _), output in zip(tasks, outputs):
+            for deployment, found in zip(chain, output):
+                for entry, record in found:
+                    results[(entry, deployment.name)] = record
             done += 1
             if progress:
                 progress(f"census: {done}/{len(tasks)} parts walked ({len(results)} cells)")

@@ -12,6 +12,14 @@ from typing import Any
 
 UNKNOWN = object()  # a fact the deployment does not fix
 
+# The facts whose reads the evaluator's memo entries record (a bit each): the GPU's compute
+# capability only, the one fact that tells apart the deployments a census walks as forks of one
+# evaluator (sm90 / sm100 / sm120 of one checkpoint format).
+GPU_FACT = 1
+ALL_FACTS = -1  # what a computation cut short may have read
+GPU_PROBES = frozenset({"torch.cuda.get_device_capability"})
+_GPU_FIELDS = ("name", "gpu", "refused", "type_pins")  # type_pins: set from the quantization, equal here
+
 # Compute capability per --gpu name (the major decides SGLang's is_sm*_supported helpers).
 GPU_CAPABILITY = {
     "sm80": (8, 0), "sm86": (8, 6), "sm89": (8, 9), "sm90": (9, 0), "sm100": (10, 0), "sm103": (10, 3),
@@ -95,6 +103,15 @@ class Deployment:
         if name in self.env:
             return self.env[name]
         return default if self.env_complete else UNKNOWN
+
+    def gpu_difference(self, other: "Deployment") -> int | None:
+        """The facts (GPU_FACT) `other` differs in when it differs from this deployment in its GPU
+        at most, else None: an evaluator of this one can then be forked for `other`."""
+        for name in self.__dataclass_fields__:
+            if name not in _GPU_FIELDS and getattr(self, name) != getattr(other, name):
+                return None
+        return GPU_FACT if self.external_call("torch.cuda.get_device_capability") != \
+            other.external_call("torch.cuda.get_device_capability") else 0
 
     def to_dict(self) -> dict[str, Any]:
         """The facts the scan used, for the JSON output and the report header."""

@@ -60,11 +60,14 @@ class ClassModel:
     def instance_attribute(self, inst: Value, attr: str, depth: int) -> list[Value]:
         """`self.attr` from assignments in any method of the class and its bases; hierarchy if unknown."""
         key = (inst.module, inst.name, attr, receiver_key(inst) if inst.expr is not None else "")
-        if key in self._attrs:
-            return list(self._attrs[key])
+        cached = self._attrs.get(key)
+        if cached is not None:
+            self.partial.reads |= cached[1]
+            return list(cached[0])
         if key in self._active:
             return [UNKNOWN]
         self._active.add(key)
+        saved = self.reads_begin()
         values: list[Value] = []
         annotations: list[tuple] = []
         try:
@@ -91,7 +94,7 @@ class ClassModel:
                                     else v for v in known], limit=MAX_HIERARCHY))
         finally:
             self._active.discard(key)
-        self._attrs[key] = result
+        self._attrs[key] = (result, self.reads_end(saved))
         return list(result) or [Value("unknown", name=attr)]
 
     def _annotated(self, annotation: Expr, scope: Scope, depth: int, hierarchy: bool = False) -> list[Value]:
@@ -124,9 +127,12 @@ class ClassModel:
     def mro(self, cls: Value) -> tuple[Value, ...]:
         """Classes in method-resolution order (depth-first, left to right, duplicates dropped)."""
         key = (cls.module, cls.name)
-        if key in self._mro:
-            return self._mro[key]
-        self._mro[key] = (evolve(cls, kind="cls"),)  # cycle guard
+        cached = self._mro.get(key)
+        if cached is not None:
+            self.partial.reads |= cached[1]
+            return cached[0]
+        self._mro[key] = ((evolve(cls, kind="cls"),), 0)  # cycle guard
+        saved = self.reads_begin()
         order: list[Value] = [evolve(cls, kind="cls")]
         summary = self.index.klass(cls.module, cls.name)
         if summary is not None:
@@ -138,7 +144,7 @@ class ClassModel:
                     elif base.kind == "ext":
                         order.append(base)
         result = tuple(order)
-        self._mro[key] = result
+        self._mro[key] = (result, self.reads_end(saved))
         return result
 
     def is_nn_module(self, cls: Value) -> bool:

@@ -77,15 +77,25 @@ class Boundaries:
         self._probes: dict[tuple, bool | None] = {}
         self._library: dict[tuple, bool] = {}
 
+    def fork(self, evaluator: Evaluator, dirty: int) -> "Boundaries":
+        """These boundaries for a forked evaluator (Evaluator.fork): what read no fact in `dirty`."""
+        child = Boundaries(evaluator)
+        for table in ("_effects", "_probes", "_library"):
+            setattr(child, table, {k: v for k, v in getattr(self, table).items() if not v[-1] & dirty})
+        return child
+
     # ----- decorators --------------------------------------------------------------------------
 
     def effect(self, func: Value) -> Effect:
         key = (func.module, func.name)
-        if key in self._effects:
-            return self._effects[key]
-        self._effects[key] = Effect()  # recursion guard
+        hit = self._effects.get(key)
+        if hit is not None:  # with the facts its computation read (values.Evaluator.reads_begin)
+            self.ev.partial.reads |= hit[1]
+            return hit[0]
+        self._effects[key] = (Effect(), 0)  # recursion guard
+        saved = self.ev.reads_begin()
         effect = self._compute(func)
-        self._effects[key] = effect
+        self._effects[key] = (effect, self.ev.reads_end(saved))
         return effect
 
     def _compute(self, func: Value) -> Effect:
@@ -206,9 +216,12 @@ class Boundaries:
 
     def reaches_torch_library(self, func: Value, depth: int = 0) -> bool:
         key = (func.module, func.name)
-        if key in self._library:
-            return self._library[key]
-        self._library[key] = False
+        hit = self._library.get(key)
+        if hit is not None:
+            self.ev.partial.reads |= hit[1]
+            return hit[0]
+        self._library[key] = (False, 0)  # recursion guard
+        saved = self.ev.reads_begin()
         found = False
         summary = self.ev.index.module(func.module)
         fn = summary.functions.get(func.name) if summary else None
@@ -231,7 +244,7 @@ class Boundaries:
                         break
                 if found:
                     break
-        self._library[key] = found
+        self._library[key] = (found, self.ev.reads_end(saved))
         return found
 
     def _class_reaches_torch_library(self, cls: Value, depth: int) -> bool:
@@ -265,14 +278,18 @@ class Boundaries:
     def _is_compiling_probe(self, func: Value) -> bool:
         """A helper whose body returns is_compiling() (SGLang's and FlashInfer's own equivalents)."""
         key = (func.module, func.name)
-        if key not in self._probes:
-            self._probes[key] = False
-            scope = self.ev.function_scope(func)
-            result = False
-            if scope is not None and scope.function is not None and scope.function.returns:
-                result = all(self.compile_time_value(r, scope) is True for r in scope.function.returns)
-            self._probes[key] = result
-        return bool(self._probes[key])
+        hit = self._probes.get(key)
+        if hit is not None:
+            self.ev.partial.reads |= hit[1]
+            return hit[0]
+        self._probes[key] = (False, 0)  # recursion guard
+        saved = self.ev.reads_begin()
+        scope = self.ev.function_scope(func)
+        result = False
+        if scope is not None and scope.function is not None and scope.function.returns:
+            result = all(self.compile_time_value(r, scope) is True for r in scope.function.returns)
+        self._probes[key] = (result, self.ev.reads_end(saved))
+        return result
 
     def pruned_under_compile(self, guards, scope: Scope) -> str:
         """The guard text when Dynamo never takes this branch, else ''."""

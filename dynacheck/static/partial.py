@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from dynacheck.deploy.facts import ALL_FACTS, GPU_FACT, GPU_PROBES
 from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
 from dynacheck.deploy.facts import Deployment
 from dynacheck.model import Condition
@@ -130,6 +131,7 @@ class PartialEvaluator:
         self._active: dict = {}  # key -> its depth on the stack of evaluations in progress
         self._low = _NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)
+        self.reads = 0  # the facts (facts.GPU_FACT...) read by the evaluation in progress, see _open_frame
 
     # ----- tests -------------------------------------------------------------------------------
 
@@ -174,29 +176,41 @@ class PartialEvaluator:
         key = ("guard", id(test), id(scope), line)
         hit = self._memo.get(key)
         if hit is not None and hit[0] is scope and hit[1] is test:
+            self.reads |= hit[3]
             return hit[2]
-        saved, depth, low = self._flow, len(self._active), self._open_frame()
+        saved, depth, opened = self._flow, len(self._active), self._open_frame()
         self._flow = (id(scope), line)
         try:
             answer = self.truth(test, scope)
         finally:
             self._flow = saved
-        if self._close_frame(low, depth):
-            self._memo[key] = (scope, test, answer)
+        got = self._close_frame(opened, depth)
+        if got is not None:
+            self._memo[key] = (scope, test, answer, got)
         return answer
 
     # A result is memoized unless a recursion cut-off inside it re-entered an evaluation that was
     # already in progress when it started (its value then depends on how it was reached). A cut-off
     # back into the evaluation itself is its own fixpoint: `x = f(x)` gives the other assignments.
 
-    def _open_frame(self) -> int:
-        low, self._low = self._low, _NO_CUT
-        return low
+    #
+    # A frame also collects the deployment facts read inside it (`reads`, facts.GPU_FACT): a memo
+    # entry keeps them, a hit adds them to the evaluation that asked, so an evaluator can be
+    # forked for a deployment that differs in those facts only, dropping what read them (fork()).
 
-    def _close_frame(self, low: int, depth: int) -> bool:
+    def _open_frame(self) -> tuple[int, int]:
+        opened = (self._low, self.reads)
+        self._low, self.reads = _NO_CUT, 0
+        return opened
+
+    def _close_frame(self, opened: tuple[int, int], depth: int) -> int | None:
+        """The frame's own reads when its result may be memoized, else None."""
+        low, reads = opened
         clean = self._low >= depth
         self._low = min(low, self._low)
-        return clean
+        got = self.reads
+        self.reads = got | reads
+        return got if clean else None
 
     def _cut(self, key) -> None:
         self._low = min(self._low, self._active[key])
@@ -252,6 +266,7 @@ class PartialEvaluator:
         try:
             return handler(self, expr, scope, depth + 1)
         except RecursionError:
+            self.reads = ALL_FACTS  # frames above were unwound without adding their reads: assume all
             return unknown()
 
     def _k(self, expr: Expr, scope: Scope, depth: int) -> Known:
@@ -401,15 +416,17 @@ class PartialEvaluator:
                 memo = ("local", id(fn), name, id(current), flow)
                 hit = self._memo.get(memo)
                 if hit is not None and hit[0] is current:
+                    self.reads |= hit[2]
                     return hit[1]
-                frame, low = self._push(key), self._open_frame()
+                frame, opened = self._push(key), self._open_frame()
                 try:
                     result = merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
                                     for e in self._reaching(fn, name, current)])
                 finally:
                     del self._active[key]
-                if self._close_frame(low, frame):
-                    self._memo[memo] = (current, result)  # the scope is kept so its id is not reused
+                got = self._close_frame(opened, frame)
+                if got is not None:
+                    self._memo[memo] = (current, result, got)  # the scope is kept so its id is not reused
                 return result
             if name in fn.params:
                 if name == "self" and current.self_cls is not None:
@@ -487,7 +504,10 @@ class PartialEvaluator:
         bounded by a server-args field (`{at_most = "piecewise_cuda_graph_max_tokens"}`)."""
         key = ("traced_batch",)
         if key in self._memo:
-            return self._memo[key].values and next(iter(self._memo[key].values))
+            found, got = self._memo[key]
+            self.reads |= got
+            return found.values and next(iter(found.values))
+        opened = self._open_frame()
         fields = []
         for name, fact in sorted(self.dep.traced_batch.items()):
             if isinstance(fact, str) and ":" in fact:
@@ -503,7 +523,7 @@ class PartialEvaluator:
             elif isinstance(fact, (bool, int, float, str)):
                 fields.append((name, fact))
         obj = Obj("traced_batch", tuple(fields))
-        self._memo[key] = known(obj)
+        self._memo[key] = (known(obj), self._close_frame(opened, 0))  # depth 0: always clean
         return obj
 
     def global_(self, module: str, name: str, depth: int) -> Known:
@@ -511,18 +531,21 @@ class PartialEvaluator:
         if fact is not FACT_UNKNOWN:
             return known(fact)
         key = ("global", module, name)
-        if key in self._memo:
-            return self._memo[key]
+        hit = self._memo.get(key)
+        if hit is not None:
+            self.reads |= hit[1]
+            return hit[0]
         if key in self._active:
             self._cut(key)
             return NOTHING
-        frame, low = self._push(key), self._open_frame()
+        frame, opened = self._push(key), self._open_frame()
         try:
             result = self._global(module, name, depth)
         finally:
             del self._active[key]
-        if self._close_frame(low, frame) and (result.values is not None or result.opens):
-            self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
+        got = self._close_frame(opened, frame)
+        if got is not None and (result.values is not None or result.opens):
+            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
         return result
 
     def _global(self, module: str, name: str, depth: int) -> Known:
@@ -672,12 +695,14 @@ class PartialEvaluator:
         """`self.attr` as a value: every `self.attr = ...` in the class and its bases, evaluated in
         its method (`self._enable_a2a_moe = get_moe_a2a_backend().is_deepep()` in `__init__`)."""
         key = ("attr", inst.module, inst.name, attr, id(inst.expr) if inst.expr else 0)
-        if key in self._memo:
-            return self._memo[key]
+        hit = self._memo.get(key)
+        if hit is not None:
+            self.reads |= hit[1]
+            return hit[0]
         if key in self._active:
             self._cut(key)
             return NOTHING
-        frame, low = self._push(key), self._open_frame()
+        frame, opened = self._push(key), self._open_frame()
         parts: list[Known] = []
         try:
             for cls in self.ev.mro(inst):
@@ -702,8 +727,9 @@ class PartialEvaluator:
         finally:
             del self._active[key]
         result = merge(parts) if parts else Known(None)
-        if self._close_frame(low, frame) and (result.values is not None or result.opens):
-            self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
+        got = self._close_frame(opened, frame)
+        if got is not None and (result.values is not None or result.opens):
+            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
         return result
 
     def _allocation(self, inst: Value) -> tuple[list, dict, Scope] | None:
@@ -722,11 +748,13 @@ class PartialEvaluator:
         key = ("ctor", id(inst.expr), id(inst.scope), id(init))
         hit = self._memo.get(key)
         if hit is not None and hit[0] is inst.expr and hit[1] is inst.scope and hit[2] is init:
+            self.reads |= hit[4]
             return hit[3]  # one allocation's arguments, asked once per attribute its methods read
-        frame, low = len(self._active), self._open_frame()
+        frame, opened = len(self._active), self._open_frame()
         bound = self._bind_constructor(allocation, init, depth, module)
-        if self._close_frame(low, frame):
-            self._memo[key] = (inst.expr, inst.scope, init, bound)
+        got = self._close_frame(opened, frame)
+        if got is not None:
+            self._memo[key] = (inst.expr, inst.scope, init, bound, got)
         return bound
 
     def _bind_constructor(self, allocation, init, depth: int, module) -> tuple:
@@ -836,18 +864,21 @@ class PartialEvaluator:
             if name in summary.params:
                 bound[name] = value
         key = ("call", func.module, func.name, tuple(sorted((k, _key(v)) for k, v in bound.items())))
-        if key in self._memo:
-            return self._memo[key]
+        hit = self._memo.get(key)
+        if hit is not None:
+            self.reads |= hit[1]
+            return hit[0]
         if key in self._active:
             self._cut(key)
             return unknown()
-        frame, low = self._push(key), self._open_frame()
+        frame, opened = self._push(key), self._open_frame()
         try:
             result = self._returns(func, summary, bound, depth)
         finally:
             del self._active[key]
-        if self._close_frame(low, frame) and (result.values is not None or result.opens):
-            self._memo[key] = result  # an unknown with no open fact may come from a cut in the evaluator
+        got = self._close_frame(opened, frame)
+        if got is not None and (result.values is not None or result.opens):
+            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
         return result
 
     def _returns(self, func: Value, summary, bound: dict[str, Known], depth: int) -> Known:
@@ -913,6 +944,8 @@ class PartialEvaluator:
         if name in ("builtins.tuple", "builtins.list", "builtins.int", "builtins.str", "builtins.len",
                     "builtins.bool", "builtins.map") and args:
             return self._builtin(name.rpartition(".")[2], args, scope, depth)
+        if name in GPU_PROBES:
+            self.reads |= GPU_FACT
         fact = self.dep.external_call(name)
         if fact is not FACT_UNKNOWN:
             return known(fact)

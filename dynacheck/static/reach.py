@@ -124,11 +124,12 @@ class Reacher:
         hit = self.ev.sites.get(memo)
         if hit is not None and hit[0] is scope:
             return hit[1]
+        saved = self.ev.reads_begin()
         actions: list[tuple] = []
         for call in scope.function.calls:
             self._visit_call(key, scope, call, actions)
         expansion = tuple(actions)
-        self.ev.sites[memo] = (scope, expansion)
+        self.ev.sites[memo] = (scope, expansion, self.ev.reads_end(saved))
         return expansion
 
     def _replay(self, node: Node, actions: tuple, result: Walk, queue: deque) -> None:
@@ -203,9 +204,11 @@ class Reacher:
         key = ("callees", id(call), id(scope))
         hit = self.ev.sites.get(key)
         if hit is not None and hit[0] is call and hit[1] is scope:
+            self.ev.partial.reads |= hit[3]
             return list(hit[2])
+        saved = self.ev.reads_begin()
         targets = self.ev.eval(call.func, scope)
-        self.ev.sites[key] = (call, scope, tuple(targets))
+        self.ev.sites[key] = (call, scope, tuple(targets), self.ev.reads_end(saved))
         return targets
 
     def _fits(self, func: Value, call: CallSite, bound_method: bool | None = None) -> bool:
@@ -318,9 +321,11 @@ class Reacher:
         key = ("arguments", id(call), id(self._scope), func.module, func.name, func.self_cls)
         hit = self.ev.sites.get(key)
         if hit is not None and hit[0] is call and hit[1] is self._scope:
+            self.ev.partial.reads |= hit[3]
             return hit[2]
+        saved = self.ev.reads_begin()
         bound = self._bind_arguments(func, call)
-        self.ev.sites[key] = (call, self._scope, bound)
+        self.ev.sites[key] = (call, self._scope, bound, self.ev.reads_end(saved))
         return bound
 
     def _bind_arguments(self, func: Value, call: CallSite) -> tuple:

@@ -194,19 +194,30 @@ class ScanSession:
         self._engines: dict[str, tuple] = {}  # deployment -> (facts, evaluator, boundaries), most recent last
         self._builder: FindingBuilder | None = None
 
-    def engine(self, spec: DeploymentSpec) -> tuple:
+    def engine(self, spec: DeploymentSpec, fork_from: DeploymentSpec | None = None) -> tuple:
         """The deployment's facts and the evaluator that reads them, shared by every scan of this
         session with an equal deployment: a census walks 100+ forwards per deployment, and what
         the evaluator learns (module flags, server-args getters, quant pins, decorator effects,
-        guard truths) holds for all of them. A few deployments are kept, least recently used out."""
+        guard truths) holds for all of them. A few deployments are kept, least recently used out.
+
+        With `fork_from` (a deployment whose engine is kept, differing from this one in its GPU at
+        most), the new evaluator starts with what that one memoized without reading the GPU."""
         key = repr(spec)
         if key in self._engines:
             self._engines[key] = self._engines.pop(key)
             return self._engines[key]
         facts = build_deployment(spec, self.locator, self.cache)
-        evaluator = Evaluator(self.index, facts)
-        pin_quantization(facts, evaluator, self.locator)
-        engine = (facts, evaluator, Boundaries(evaluator))
+        parent = self._engines.get(repr(fork_from)) if fork_from is not None else None
+        dirty = parent[0].gpu_difference(facts) if parent is not None else None
+        if parent is not None and dirty is not None:
+            evaluator = parent[1].fork(facts, dirty)
+            pin_quantization(facts, evaluator, self.locator)
+            boundaries = parent[2].fork(evaluator, dirty)
+        else:
+            evaluator = Evaluator(self.index, facts)
+            pin_quantization(facts, evaluator, self.locator)
+            boundaries = Boundaries(evaluator)
+        engine = (facts, evaluator, boundaries)
         self._engines[key] = engine
         while len(self._engines) > MAX_ENGINES:
             self._engines.pop(next(iter(self._engines)))

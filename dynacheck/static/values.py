@@ -49,6 +49,32 @@ class Evaluator(ClassModel):
         # callees and the constants they are called with; a census walks the same sites per forward
         self.sites: dict[tuple, tuple] = {}
 
+    # ----- facts read ---------------------------------------------------------------------------
+    # Each memo entry here keeps the deployment facts its computation read (facts.GPU_FACT), last
+    # in its tuple, and a hit adds them to the computation that asked: an evaluator forked for
+    # another GPU keeps only the entries that read no GPU fact (fork).
+
+    def fork(self, deployment, dirty: int) -> "Evaluator":
+        """An evaluator for `deployment` that starts with what this one memoized without reading a
+        fact in `dirty`: a census walks every forward on sm90, sm100 and sm120 alike, and most of
+        what it works out (names, attributes, returns, guards, expansions) never asks the GPU."""
+        child = Evaluator(self.index, deployment)
+        child._scopes = dict(self._scopes)  # built from the index alone
+        for table in ("_names", "_globals", "_returns", "_attrs", "_mro"):
+            setattr(child, table, _kept(getattr(self, table), dirty))
+        child.partial._memo = _kept(self.partial._memo, dirty)
+        child.sites = _kept({k: v for k, v in self.sites.items() if isinstance(v, tuple)}, dirty)
+        return child
+
+    def reads_begin(self) -> int:
+        saved, self.partial.reads = self.partial.reads, 0
+        return saved
+
+    def reads_end(self, saved: int) -> int:
+        got = self.partial.reads
+        self.partial.reads = got | saved
+        return got
+
     # ----- scopes ------------------------------------------------------------------------------
 
     def module_scope(self, module: str) -> Scope | None:
@@ -102,11 +128,13 @@ class Evaluator(ClassModel):
                bound_key(scope.bound), name)
         cached = self._names.get(key)
         if cached is not None:
-            return list(cached)
+            self.partial.reads |= cached[1]
+            return list(cached[0])
         # Memoized even when a cycle was cut below: a little precision for linear time, and the
         # walk order (hence the answer) is the same on every run.
+        saved = self.reads_begin()
         values = self._lookup(name, scope, depth)
-        self._names[key] = tuple(values)
+        self._names[key] = (tuple(values), self.reads_end(saved))
         return values
 
     def _lookup(self, name: str, scope: Scope, depth: int) -> list[Value]:
@@ -163,9 +191,11 @@ class Evaluator(ClassModel):
         key = (module, name)
         cached = self._globals.get(key)
         if cached is not None:
-            return list(cached)
+            self.partial.reads |= cached[1]
+            return list(cached[0])
+        saved = self.reads_begin()
         values = self._global_value(module, name, depth)
-        self._globals[key] = tuple(values)
+        self._globals[key] = (tuple(values), self.reads_end(saved))
         return values
 
     def _global_value(self, module: str, name: str, depth: int) -> list[Value]:
@@ -290,11 +320,14 @@ class Evaluator(ClassModel):
 
     def returns(self, func: Value, depth: int, bound: tuple = ()) -> list[Value]:
         key = func.key() + (receiver_key(func.self_cls), bound_key(bound))
-        if key in self._returns:
-            return list(self._returns[key])
+        cached = self._returns.get(key)
+        if cached is not None:
+            self.partial.reads |= cached[1]
+            return list(cached[0])
         if key in self._active or depth > MAX_DEPTH:
             return [UNKNOWN]
         self._active.add(key)
+        saved = self.reads_begin()
         try:
             scope = self.function_scope(func, bound)
             values: list[Value] = []
@@ -303,7 +336,7 @@ class Evaluator(ClassModel):
             result = tuple(evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
         finally:
             self._active.discard(key)
-        self._returns[key] = result[:MAX_VALUES]
+        self._returns[key] = (result[:MAX_VALUES], self.reads_end(saved))
         return list(result)
 
     def _guarded_returns(self, scope: Scope, depth: int) -> list[Value]:
@@ -421,6 +454,11 @@ def with_conditions(value: Value, conditions: tuple) -> Value:
     """The value, believed only when the conditions hold (medium confidence at best)."""
     merged = value.cond + tuple(c for c in conditions if c not in value.cond)
     return evolve(value, cond=merged, confidence=weaker(value.confidence, "medium"))
+
+
+def _kept(table: dict, dirty: int) -> dict:
+    """A memo table's entries that read no fact in `dirty` (each entry's reads are its last item)."""
+    return {key: entry for key, entry in table.items() if not entry[-1] & dirty}
 
 
 _RETURN_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
