@@ -170,7 +170,7 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
 
     The first chain is walked in two fixed halves of its forwards, each with evaluators of its own:
     two workers then start on different forwards and parse the sources once between them instead
-    of once each."""
+    of once each. The last chain is halved too, so that the workers finish together."""
     chains: dict[tuple, list[CensusDeployment]] = {}
     for deployment in deployments:
         chains.setdefault((deployment.server_args, deployment.platform, deployment.env), []).append(deployment)
@@ -179,10 +179,10 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
         walks = [[e for e in entries if d in wanted[e]] for d in chain]
         if any(walks):
             tasks.append((chain, walks))
-    if tasks:
-        chain, walks = tasks[0]
+    for at in sorted({0, len(tasks) - 1} if tasks else (), reverse=True):
+        chain, walks = tasks[at]
         if max(len(w) for w in walks) > 1:
-            tasks[:1] = [(chain, [w[0::2] for w in walks]), (chain, [w[1::2] for w in walks])]
+            tasks[at:at + 1] = [(chain, [w[0::2] for w in walks]), (chain, [w[1::2] for w in walks])]
     return tasks
 
 
