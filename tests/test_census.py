@@ -221,8 +221,9 @@ def test_compare_sorts_cells_into_fixed_broken_changed():
 @pytest.mark.wheels
 @pytest.mark.slow
 def test_cells_are_the_same_whatever_the_number_of_jobs(pinned_targets, tmp_path):
-    """One task per deployment, its forwards in one order: what a deployment's evaluator memoizes
-    cannot depend on which other forwards a worker happened to walk first."""
+    """One task per chain of deployments (bf16/sm90 and bf16/sm100 form one, the second forked from
+    the first), its forwards in one order: what an evaluator memoizes cannot depend on which other
+    forwards a worker happened to walk first."""
     from dynacheck.census.run import run_census
 
     models = ["LlamaForCausalLM", "DeepseekV3ForCausalLM", "ExaoneMoEForCausalLM", "BailingMoeForCausalLM"]
