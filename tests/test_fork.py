@@ -69,3 +69,5 @@ def test_only_a_deployment_that_differs_in_its_gpu_is_forked():
     assert sm90.gpu_difference(Deployment(gpu="sm90", platform="cuda", name="other")) == 0
     assert sm90.gpu_difference(Deployment(gpu="sm100", platform="cuda", server_args={"tp_size": 2})) is None
     assert sm90.gpu_difference(Deployment(gpu="sm90", platform="rocm")) is None
+    # `given` (a deployment was given at all) is read by the evaluator and not recorded: it must agree
+    assert Deployment(gpu="sm90").gpu_difference(Deployment()) is None

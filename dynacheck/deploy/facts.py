@@ -107,6 +107,8 @@ class Deployment:
     def gpu_difference(self, other: "Deployment") -> int | None:
         """The facts (GPU_FACT) `other` differs in when it differs from this deployment in its GPU
         at most, else None: an evaluator of this one can then be forked for `other`."""
+        if self.given != other.given:  # read by the evaluator, and made of the name and GPU too
+            return None
         for name in self.__dataclass_fields__:
             if name not in _GPU_FIELDS and getattr(self, name) != getattr(other, name):
                 return None
