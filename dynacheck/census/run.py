@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from dynacheck.census.matrix import CensusDeployment
 from dynacheck.census.models import ModelEntry, registered_models
+from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError
 from dynacheck.model import Finding, PlanEntry, ScanResult, Target
 
@@ -137,7 +138,7 @@ def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list
 
 
 def _walk_entries(deployment: CensusDeployment, entries: list[str],
-                  fork_from=None) -> list[tuple[str, dict[str, Any] | str]]:
+                  fork_from: DeploymentSpec | None = None) -> list[tuple[str, dict[str, Any] | str]]:
     from dynacheck.static.scan import scan_targets
 
     out: list[tuple[str, dict[str, Any] | str]] = []

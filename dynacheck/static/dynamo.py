@@ -73,9 +73,10 @@ class Effect:
 class Boundaries:
     def __init__(self, evaluator: Evaluator) -> None:
         self.ev = evaluator
-        self._effects: dict[tuple, Effect] = {}
-        self._probes: dict[tuple, bool | None] = {}
-        self._library: dict[tuple, bool] = {}
+        # (module, name) -> (answer, the deployment facts its computation read)
+        self._effects: dict[tuple, tuple[Effect, int]] = {}
+        self._probes: dict[tuple, tuple[bool, int]] = {}
+        self._library: dict[tuple, tuple[bool, int]] = {}
 
     def fork(self, evaluator: Evaluator, dirty: int) -> "Boundaries":
         """These boundaries for a forked evaluator (Evaluator.fork): what read no fact in `dirty`."""

@@ -73,7 +73,7 @@ class FindingBuilder:
         self.package_of = _memo(package_of)  # absolute path -> distribution name
         self.lines = SourceLines()
         self._located: dict[str, tuple[str, str, str] | None] = {}
-        # a census builds findings for hundreds of walks with one builder (ScanSession.findings):
+        # a census builds findings for hundreds of walks with one builder (ScanSession.finding_builder):
         # a hop is the same wherever it appears, and a function's facts are its own
         self._hops: dict[tuple, Hop] = {}
         self._facts: dict[tuple[str, str], HopFacts] = {}

@@ -127,7 +127,7 @@ class PartialEvaluator:
     def __init__(self, evaluator, deployment: Deployment | None) -> None:
         self.ev = evaluator
         self.dep = deployment or Deployment()
-        self._memo: dict[tuple, Known] = {}
+        self._memo: dict[tuple, tuple] = {}  # key -> (..., the facts read computing it), see _open_frame
         self._active: dict = {}  # key -> its depth on the stack of evaluations in progress
         self._low = _NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)

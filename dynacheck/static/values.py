@@ -38,12 +38,13 @@ class Evaluator(ClassModel):
         self.index = index
         self.partial = PartialEvaluator(self, deployment)
         self.pins = dict(self.partial.dep.type_pins)  # "module:Base" -> "module:Concrete"
-        self._returns: dict[tuple, tuple[Value, ...]] = {}
-        self._attrs: dict[tuple, tuple[Value, ...]] = {}
-        self._mro: dict[tuple[str, str], tuple[Value, ...]] = {}
+        # memo tables: key -> (values, the deployment facts their computation read; see fork)
+        self._returns: dict[tuple, tuple[tuple[Value, ...], int]] = {}
+        self._attrs: dict[tuple, tuple[tuple[Value, ...], int]] = {}
+        self._mro: dict[tuple[str, str], tuple[tuple[Value, ...], int]] = {}
         self._active: set = set()
-        self._names: dict[tuple, tuple[Value, ...]] = {}
-        self._globals: dict[tuple, tuple[Value, ...]] = {}
+        self._names: dict[tuple, tuple[tuple[Value, ...], int]] = {}
+        self._globals: dict[tuple, tuple[tuple[Value, ...], int]] = {}
         self._scopes: dict[tuple, Scope | bool] = {}
         # per call site and scope, what the walk asks every time it reaches them (reach.py): the
         # callees and the constants they are called with; a census walks the same sites per forward
