@@ -213,3 +213,21 @@ def test_a_result_is_memoized_unless_a_cut_off_reached_an_evaluation_above_it():
     del pe._active["outer"]
     assert pe._close_frame(outer_low, outer) == GPU_FACT  # the cut was into outer itself; inner's read is its own
     assert pe.reads == GPU_FACT
+
+
+def test_a_long_or_chain_is_evaluated_whatever_its_nesting():
+    """`a or b or c or d or e or f` parses as `((((a or b) or c) or d) or e) or f`: each level must not
+    spend a step of the evaluator's depth budget, or the first operands come back unknown (SGLang's
+    `_enable_a2a_moe = get_moe_a2a_backend().is_deepep() or ... (5 ors)` then read as truthy)."""
+    from dynacheck.static.partial import MAX_DEPTH, PartialEvaluator
+
+    expr = ("k", False)
+    for _ in range(MAX_DEPTH + 2):
+        expr = ("or", (expr, ("k", False)))
+    assert PartialEvaluator(None, None).const(expr, None, 0).values == frozenset({False})
+    first_true = ("k", True)
+    for _ in range(MAX_DEPTH + 2):
+        first_true = ("or", (first_true, ("k", False)))
+    assert PartialEvaluator(None, None).const(first_true, None, 0).values == frozenset({True})
+    both = ("and", (("and", (("k", 1), ("k", 2))), ("k", 3)))  # `1 and 2 and 3` is 3
+    assert PartialEvaluator(None, None).const(both, None, 0).values == frozenset({3})

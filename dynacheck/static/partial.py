@@ -290,7 +290,7 @@ class PartialEvaluator:
         opens: list = []
         undecided = False
         result = NOTHING
-        for part in expr[1]:
+        for part in _flattened(expr[0], expr[1]):
             result = self.const(part, scope, depth)
             value = self._bool(result)
             opens.extend(result.opens)
@@ -1180,6 +1180,19 @@ def known_name(values) -> str:
     if len(full) <= 80:
         return full
     return full[:60] + "..." + hashlib.blake2b(full.encode(), digest_size=8).hexdigest()
+
+
+def _flattened(kind: str, parts: tuple) -> list:
+    """`a or b or c` as one list of operands: the parse nests it as `(a or b) or c`, and each level
+    would spend one step of MAX_DEPTH (five `or`s left the first operands unevaluated). Same value,
+    same order of evaluation."""
+    out: list = []
+    for part in parts:
+        if part and part[0] == kind:
+            out.extend(_flattened(kind, part[1]))
+        else:
+            out.append(part)
+    return out
 
 
 _OBJECT_NUMBERS: dict = {}  # deployment object -> its number, in the (deterministic) order first seen
