@@ -252,3 +252,12 @@ def test_a_deployment_walked_as_a_fork_has_the_cells_of_a_fresh_walk(pinned_targ
     assert on(forked, "nvfp4/sm120") == on(alone, "nvfp4/sm120")
     strip = lambda cells: [{k: v for k, v in c.items() if k != "deployment"} for c in cells]  # noqa: E731
     assert strip(on(forked, "nvfp4/sm100")) != strip(on(forked, "nvfp4/sm120"))  # the GPU decides something
+
+
+def test_a_census_file_gives_back_the_deployments_it_was_walked_on():
+    from dynacheck.census.matrix import deployments_from_census
+
+    records = [d.to_dict() for d in default_deployments()]
+    assert deployments_from_census({"deployments": records}) == default_deployments()
+    with pytest.raises(UserError):
+        deployments_from_census({"deployments": []})

@@ -78,6 +78,11 @@ def default_deployments() -> list[CensusDeployment]:
     return _from_data(tomllib.loads(text), "the default matrix")
 
 
+def deployments_from_census(census: dict[str, Any]) -> list[CensusDeployment]:
+    """The deployments a census JSON was walked on, in its order (its `deployments` records)."""
+    return _from_data({"deployment": census.get("deployments", [])}, "the census file")
+
+
 def load_deployments(path: Path | None) -> list[CensusDeployment]:
     """The user's deployments file, or the default matrix when none is given."""
     if path is None:
