@@ -5,7 +5,9 @@
 The labels (real / conditional / impossible, each with the file:line that decides it) were made by
 reading sglang 0.5.9 + flashinfer 0.6.3 for the GLM-5-NVFP4 SM120 deployment of `--preset glm5`.
 Precision: of the scan's unconditional sites that are labelled, the share labelled real.
-Recall: of the sites labelled real, the share the scan reports unconditionally.
+Recall: of the sites labelled real, the share the scan reports unconditionally. The labels'
+`missed` list (real sites no scan reported when they were made, found by reading the sources) counts
+too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ HERE = Path(__file__).parent
 
 def score(scan: dict, labels: dict) -> dict:
     verdict = {(s["file"], s["line"]): s["verdict"] for s in labels["sites"]}
+    # sites read in the sources that no scan reported when the labels were made: real ones count in recall
+    for missed in labels.get("missed", []):
+        file, _, line = missed["site"].rpartition(":")
+        verdict.setdefault((file, int(line)), missed["verdict"])
     first: dict[tuple, dict] = {}
     for finding in scan["findings"]:
         first.setdefault((finding["site"]["file"], finding["site"]["line"]), finding)

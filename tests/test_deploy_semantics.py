@@ -231,3 +231,14 @@ def test_a_long_or_chain_is_evaluated_whatever_its_nesting():
     assert PartialEvaluator(None, None).const(first_true, None, 0).values == frozenset({True})
     both = ("and", (("and", (("k", 1), ("k", 2))), ("k", 3)))  # `1 and 2 and 3` is 3
     assert PartialEvaluator(None, None).const(both, None, 0).values == frozenset({3})
+
+
+def test_an_unknown_instance_attribute_is_not_the_external_base_attribute(scan_cache):
+    """`self.fast = backend_name() == ...` in `__init__`, its value not known: `if not self.fast:` is
+    open. It used to read as `torch.nn.Module.fast`, a truthy object, which pruned the branch
+    (SGLang's LayerNorm hid FlashInfer's layernorm in the NSA indexer that way)."""
+    root = Path(__file__).parent / "fixtures" / "attr"
+    spec = DeploymentSpec(framework=Path(__file__).parent / "fixtures" / "fork" / "gpufx.toml", gpu="sm90",
+                          platform="cuda")
+    result = scan_roots([root], ["attrfx.model:Model.forward"], cache_dir=scan_cache, deployment=spec)
+    assert [(f.site.callee, f.conditions) for f in result.findings] == [("subprocess.run", ())]

@@ -674,6 +674,9 @@ class PartialEvaluator:
                 if found.values is not None or found.opens:
                     return found
             members = self.ev.member(ref, attr, 1)
+            if ref.kind == "inst" and members and all(_external_guess(v, attr) for v in members) \
+                    and self._assigned_on_self(ref, attr):
+                return unknown()  # set by a method to a value not known here, not the external base's attribute
             if members and all(v.kind == "ext" and v.name in _LITERAL_TYPES for v in members):
                 return unknown()  # `self.use_marlin = False` typed as bool: not a value (a Ref would be truthy)
             if ref.kind == "inst" and members and all(self._is_property(v) for v in members):
@@ -683,6 +686,20 @@ class PartialEvaluator:
         if value is None:
             return NOTHING  # AttributeError on None: that value never gets here
         return unknown()
+
+    def _assigned_on_self(self, inst: Value, attr: str) -> bool:
+        """Whether a method of the instance's class or its bases assigns `self.attr`: its value is then
+        that assignment's, never the external base's attribute (`torch.nn.Module.<attr>` is no object)."""
+        for cls in self.ev.mro(inst):
+            summary = self.ev.index.klass(cls.module, cls.name) if cls.kind == "cls" else None
+            module = self.ev.index.module(cls.module) if summary is not None else None
+            if module is None:
+                continue
+            for qualname in summary.methods.values():
+                fn = module.functions.get(qualname)
+                if fn is not None and attr in fn.self_assigns:
+                    return True
+        return False
 
     def _is_property(self, value: Value) -> bool:
         if value.kind != "func":
@@ -1154,6 +1171,12 @@ def _freeze(value: Any) -> Any:
 
 
 _LITERAL_TYPES = frozenset({"builtins.False", "builtins.True", "builtins.None"})
+
+
+def _external_guess(value: Value, attr: str) -> bool:
+    """The evaluator's stand-in for an attribute it did not find on a class with an external base:
+    `torch.nn.Module.<attr>` (classes.py), a name, not a value a branch can test."""
+    return value.kind == "ext" and value.note == "method" and value.name.endswith(f".{attr}")
 
 
 def _key(known_value: Known) -> Any:
