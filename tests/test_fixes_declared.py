@@ -221,3 +221,33 @@ def test_generator_arguments_and_ops_declared_without_output_get_applied_fixes(t
     assert "EQUAL eager True" in out and "EQUAL inductor True" in out, out
     assert out.count("OPCHECK") == 2 and "False" not in "".join(l for l in out.splitlines() if l.startswith("OPCHECK"))
     assert "Generator? generator" in out
+
+
+def test_def_lines_from_ast_are_libcsts_positions():
+    """`read_module` takes each def's line from `ast` (libcst's PositionProvider costs twice the parse)."""
+    import libcst as cst
+
+    from dynacheck.fixes.declared import _def_lines
+
+    text = (
+        "import torch\n\n"
+        "@register_custom_op('lib::a', mutates_args=())\n"
+        "@other\n"
+        "def a(x):\n"
+        "    def inner(y):\n"
+        "        return y\n"
+        "    @register_fake_op('lib::a')\n"
+        "    async def _fake(x):\n"
+        "        return x\n"
+        "    return inner\n\n"
+        "class C:\n"
+        "    def m(self):\n"
+        "        pass\n\n"
+        "def b(): return 1\n"
+    )
+    module = cst.parse_module(text)
+    positions = cst.MetadataWrapper(module, unsafe_skip_copy=True).resolve(cst.metadata.PositionProvider)
+    expected = {id(n): p.start.line for n, p in positions.items() if isinstance(n, cst.FunctionDef)}
+    got = _def_lines(module, text)
+    assert got and all(expected[k] == line for k, line in got.items())
+    assert sorted(got.values()) == [5, 6, 9, 17]  # module-level defs and the defs one level in

@@ -11,6 +11,7 @@ Never imports the scanned code; one libcst parse per file that names a registrar
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
@@ -173,15 +174,43 @@ def _parsed(text: str) -> cst.Module | None:
         return None
 
 
+def _def_lines(module: cst.Module, text: str) -> dict[int, int]:
+    """id(def node) -> its `def` line, for the defs of a module's body and those one level in. Read from
+    `ast`, whose defs come in the same order in every body: libcst's PositionProvider gives the same
+    lines (checked on every def of the pinned trees) but costs twice the parse."""
+    out: dict[int, int] = {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+
+    def walk(cst_body, ast_body) -> bool:
+        defs = [s for s in cst_body if isinstance(s, cst.FunctionDef)]
+        nodes = [s for s in ast_body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if len(defs) != len(nodes):
+            return False
+        for fn, node in zip(defs, nodes):
+            out[id(fn)] = node.lineno
+            if isinstance(fn.body, cst.IndentedBlock) and not walk(fn.body.body, node.body):
+                return False
+        return True
+
+    if tree is None or not walk(module.body, tree.body):  # the two parsers disagree: ask libcst itself
+        positions = cst.MetadataWrapper(module, unsafe_skip_copy=True).resolve(cst.metadata.PositionProvider)
+        return {id(node): position.start.line for node, position in positions.items()
+                if isinstance(node, cst.FunctionDef)}
+    return out
+
+
 def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
     """The declarations in one module's source text."""
     if not any(r in code for r in OP_REGISTRARS + REAL_REGISTRARS):
         return ()
-    module = _parsed(bodies_naming(code, OP_REGISTRARS + REAL_REGISTRARS + FAKE_REGISTRARS))
+    text = bodies_naming(code, OP_REGISTRARS + REAL_REGISTRARS + FAKE_REGISTRARS)
+    module = _parsed(text)
     if module is None:
         return ()
-    positions = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    lines = positions.resolve(cst.metadata.PositionProvider)
+    lines = _def_lines(module, text)
     found: list[Declared] = []
 
     def scan(body, prefix: str, factory: str, exported: dict[str, str]) -> None:
@@ -196,7 +225,7 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
                 real_name = _string(real.args[0].value) if real is not None and real.args else None
                 if real_name and "library" in module.code_for_node(real.func):
                     ops[real_name] = Declared(op=real_name, module=module_name, function=qual, mutates=_mutates(real),
-                                              line=lines[stmt].start.line, factory=factory, registered=True)
+                                              line=lines[id(stmt)], factory=factory, registered=True)
                     continue
                 op_call = _registrar_call(deco, OP_REGISTRARS)
                 fake_call = _registrar_call(deco, FAKE_REGISTRARS)
@@ -207,14 +236,14 @@ def read_module(code: str, module_name: str) -> tuple[Declared, ...]:
                     key, name = named
                     ops[key] = Declared(
                         op=name, module=module_name, function=qual, mutates=_mutates(op_call),
-                        line=lines[stmt].start.line, factory=factory,
+                        line=lines[id(stmt)], factory=factory,
                         exported_as=exported.get(stmt.name.value, ""), op_source=_source(stmt, module),
                         op_signature=_signature_only(stmt, module),
                         schema_ok=schema_inferable(stmt, module))
                 fake_named = _op_name(fake_call, stmt.name.value)
                 fake_name = fake_named[0] if fake_named else None
                 if fake_name:
-                    fakes[fake_name] = (qual, lines[stmt].start.line, _source(stmt, module))
+                    fakes[fake_name] = (qual, lines[id(stmt)], _source(stmt, module))
             if not prefix and isinstance(stmt.body, cst.IndentedBlock):
                 inner = [s for s in stmt.body.body if isinstance(s, cst.FunctionDef)]
                 if inner:
