@@ -242,3 +242,17 @@ def test_an_unknown_instance_attribute_is_not_the_external_base_attribute(scan_c
                           platform="cuda")
     result = scan_roots([root], ["attrfx.model:Model.forward"], cache_dir=scan_cache, deployment=spec)
     assert [(f.site.callee, f.conditions) for f in result.findings] == [("subprocess.run", ())]
+
+
+def test_the_first_break_carries_the_chain_dynamo_takes_in_trace_order(scan_cache):
+    """The site's shortest chain goes through `second`; Dynamo meets it first through `first`."""
+    root = Path(__file__).parent / "fixtures" / "attr"
+    spec = DeploymentSpec(framework=Path(__file__).parent / "fixtures" / "fork" / "gpufx.toml", gpu="sm90",
+                          platform="cuda")
+    result = scan_roots([root], ["attrfx.traceorder:Model.forward"], cache_dir=scan_cache, deployment=spec)
+    first = result.first_break
+    (finding,) = [f for f in result.findings if f.site.callee == "subprocess.check_output"]
+    assert [h.function.rpartition(".")[2] for h in finding.chain] == ["forward", "second", "probe"]
+    assert [h["function"].rpartition(".")[2] for h in first["chain"]] == ["forward", "first", "outer", "middle", "probe"]
+    assert [h["line"] for h in first["chain"]] == [20, 25, 15, 11, 7]  # each hop's call line, then the site
+    assert (first["file"], first["line"]) == (finding.site.file, finding.site.line)

@@ -83,7 +83,8 @@ def _trace_first(result: ScanResult) -> dict[str, Any] | None:
     finding = next((f for f in result.findings if (f.site.file, f.site.line) == (first.get("file"), first.get("line"))
                     and f.unconditional), None)
     record = _site(finding) if finding is not None else {}
-    return record | {k: first[k] for k in ("gb_id", "rule", "file", "line", "function", "callee") if k in first}
+    # the chain Dynamo takes to it in trace order, which need not be the finding's shortest one
+    return record | {k: first[k] for k in ("gb_id", "rule", "file", "line", "function", "callee", "chain") if k in first}
 
 
 def cell_record(result: ScanResult) -> dict[str, Any]:

@@ -121,7 +121,8 @@ DEFS: dict[str, dict[str, Any]] = {
         "deployment": {"type": "object", "description": "The deployment facts the walk evaluated ({} = none)."},
         "fix_plan": {**_list("PlanEntry"), "description": "Fixes ranked by the unconditional fatal sites they clear."},
         "first_break": {"type": "object", "description": "The fatal site Dynamo meets first, in trace order, on a "
-                        "chain that holds on the deployment: function, file, line, callee, rule, gb_id ({} = none)."},
+                        "chain that holds on the deployment: function, file, line, callee, rule, gb_id, and chain (the hops "
+                        "Dynamo takes to it in trace order: function, file, line, code) ({} = none)."},
     }),
     "Frame": _record("One frame of a user stack.", {"file": STR, "line": LINE, "function": STR, "code": STR}),
     "Event": _record("One thing the recorder saw in one process.", {

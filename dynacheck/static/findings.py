@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
@@ -290,6 +291,12 @@ class FindingBuilder:
                 fn_facts = self._facts[(module.path, fn.qualname)] = self._hop_facts(module.path, fn)
             facts.append(fn_facts)
         return hops, facts
+
+    def chain_along(self, nodes: list, line: int) -> list[dict]:
+        """The hops along `nodes` (walk edges, the entry first) to a site at `line` in the last one's
+        function, as chain records: the way the trace-order first break is reached (first_break.py)."""
+        hops, _ = self._chain(None, nodes, SimpleNamespace(call=SimpleNamespace(line=line)))
+        return [{"function": h.function, "file": h.file, "line": h.line, "code": h.code} for h in hops]
 
     def _hop(self, path: str, fn, module: str, qualname: str, line: int, via: str, confidence: str, note: str,
              loop_note: str) -> Hop:

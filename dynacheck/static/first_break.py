@@ -16,27 +16,31 @@ from dynacheck.static.reach import NodeKey, Walk
 MAX_STEPS = 50_000
 
 
-def first_break(walk: Walk, findings: Iterable[Finding], index, display) -> dict:
-    """The first fatal, unconditional site in trace order, as {function, file, line, callee, rule, gb_id}."""
+def first_break(walk: Walk, findings: Iterable[Finding], index, display, chain_along=None) -> dict:
+    """The first fatal, unconditional site in trace order, as {function, file, line, callee, rule, gb_id},
+    and with `chain_along` (the walk's edges from the entry to the site's function, and the site's line
+    -> the chain as hop records), `chain`: the way Dynamo gets there, which need not be the site's
+    shortest chain (a FlashInfer JIT load reached first under the attention, shortest under the MoE)."""
     fatal = {}
     for finding in findings:
         if finding.outcome.fatal_under_fullgraph and not finding.conditions and finding.status != "suppressed":
             fatal.setdefault((finding.site.file, finding.site.line), finding)
     if not fatal:
         return {}
-    children: dict[NodeKey, list[tuple[int, int, NodeKey]]] = {}
+    children: dict[NodeKey, list[tuple[int, int, NodeKey, object]]] = {}
     for key, node in walk.nodes.items():
         for edge in (node, *node.others):
             if edge.parent is not None and not edge.conditional:
                 # `f(x).g()`: f runs before g (its callee expression holds a call)
-                children.setdefault(edge.parent, []).append((edge.call_line, edge.chained, key))
+                children.setdefault(edge.parent, []).append((edge.call_line, edge.chained, key, edge))
     hits: dict[NodeKey, list[int]] = {}
     for hit in walk.hits:
         if not hit.conditions:
             hits.setdefault(hit.at, []).append(hit.call.line)
-    roots = [key for key, node in walk.nodes.items() if node.parent is None]
+    roots = [node for node in walk.nodes.values() if node.parent is None]
     seen: set[NodeKey] = set()
     steps = 0
+    edges: list = []  # the edges from the root to the function being visited
 
     def visit(key: NodeKey) -> Finding | None:
         nonlocal steps
@@ -53,18 +57,24 @@ def first_break(walk: Walk, findings: Iterable[Finding], index, display) -> dict
         for line in lines:
             steps += 1
             # a call's arguments run before the call: the callees on a line before the line's own hazard
-            for call_line, _, child in below:
+            for call_line, _, child, edge in below:
                 if call_line == line:
+                    edges.append(edge)
                     found = visit(child)
                     if found is not None:
                         return found
+                    edges.pop()
             if line in hits.get(key, ()) and (path, line) in fatal:
                 return fatal[(path, line)]
         return None
 
     for root in roots:
-        found = visit(root)
+        edges[:] = [root]
+        found = visit(root.key)
         if found is not None:
-            return {"function": found.site.function, "file": found.site.file, "line": found.site.line,
-                    "callee": found.site.callee, "rule": found.rule, "gb_id": found.outcome.gb_id}
+            out = {"function": found.site.function, "file": found.site.file, "line": found.site.line,
+                   "callee": found.site.callee, "rule": found.rule, "gb_id": found.outcome.gb_id}
+            if chain_along is not None:
+                out["chain"] = chain_along(list(edges), found.site.line)
+            return out
     return {}

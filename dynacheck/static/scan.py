@@ -152,7 +152,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if observer is not None:
         observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
     use_disk_cache(cache)  # the op declarations the fixes read: parsed once per file version, like summaries
-    findings = session.finding_builder(catalog).build(walk, entry_of)
+    builder = session.finding_builder(catalog)
+    findings = builder.build(walk, entry_of)
     why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
     if why_fullgraph:
         findings = apply_fullgraph(findings, why_fullgraph)
@@ -169,7 +170,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         stats=stats,
         tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
-        first_break=first_break(walk, findings, index, locator.display_path),
+        first_break=first_break(walk, findings, index, locator.display_path, builder.chain_along),
     )
     cache.flush()  # bodies summarized on demand during this scan: stored for the next one
     if key is not None:
