@@ -690,16 +690,16 @@ class PartialEvaluator:
     def _assigned_on_self(self, inst: Value, attr: str) -> bool:
         """Whether a method of the instance's class or its bases assigns `self.attr`: its value is then
         that assignment's, never the external base's attribute (`torch.nn.Module.<attr>` is no object)."""
+        return any(attr in fn.self_assigns for summary, module in self._class_summaries(inst)
+                   for fn in map(module.functions.get, summary.methods.values()) if fn is not None)
+
+    def _class_summaries(self, inst: Value):
+        """(class summary, its module) for each scanned class in the instance's MRO."""
         for cls in self.ev.mro(inst):
             summary = self.ev.index.klass(cls.module, cls.name) if cls.kind == "cls" else None
             module = self.ev.index.module(cls.module) if summary is not None else None
-            if module is None:
-                continue
-            for qualname in summary.methods.values():
-                fn = module.functions.get(qualname)
-                if fn is not None and attr in fn.self_assigns:
-                    return True
-        return False
+            if module is not None:
+                yield summary, module
 
     def _is_property(self, value: Value) -> bool:
         if value.kind != "func":
@@ -722,11 +722,7 @@ class PartialEvaluator:
         frame, opened = self._push(key), self._open_frame()
         parts: list[Known] = []
         try:
-            for cls in self.ev.mro(inst):
-                summary = self.ev.index.klass(cls.module, cls.name) if cls.kind == "cls" else None
-                module = self.ev.index.module(cls.module) if summary is not None else None
-                if module is None:
-                    continue
+            for summary, module in self._class_summaries(inst):
                 for qualname in summary.methods.values():
                     fn = module.functions.get(qualname)
                     if fn is None or attr not in fn.self_assigns:
