@@ -87,17 +87,23 @@ class Boundaries:
 
     # ----- decorators --------------------------------------------------------------------------
 
-    def effect(self, func: Value) -> Effect:
+    def _memoized(self, table: dict, func: Value, guard, compute):
+        """`compute()` once per function for these boundaries' life, kept with the deployment facts it
+        read (values.Evaluator.reads_begin), which a hit adds to the computation that asked; `guard`
+        answers a recursive ask while it runs."""
         key = (func.module, func.name)
-        hit = self._effects.get(key)
-        if hit is not None:  # with the facts its computation read (values.Evaluator.reads_begin)
+        hit = table.get(key)
+        if hit is not None:
             self.ev.partial.reads |= hit[1]
             return hit[0]
-        self._effects[key] = (Effect(), 0)  # recursion guard
+        table[key] = (guard, 0)
         saved = self.ev.reads_begin()
-        effect = self._compute(func)
-        self._effects[key] = (effect, self.ev.reads_end(saved))
-        return effect
+        value = compute()
+        table[key] = (value, self.ev.reads_end(saved))
+        return value
+
+    def effect(self, func: Value) -> Effect:
+        return self._memoized(self._effects, func, Effect(), lambda: self._compute(func))
 
     def _compute(self, func: Value) -> Effect:
         scope = self.ev.function_scope(func)
@@ -216,13 +222,10 @@ class Boundaries:
         return [v for expr in scope.function.returns for v in self.ev.eval(expr, scope)]
 
     def reaches_torch_library(self, func: Value, depth: int = 0) -> bool:
+        return self._memoized(self._library, func, False, lambda: self._reaches_torch_library(func, depth))
+
+    def _reaches_torch_library(self, func: Value, depth: int) -> bool:
         key = (func.module, func.name)
-        hit = self._library.get(key)
-        if hit is not None:
-            self.ev.partial.reads |= hit[1]
-            return hit[0]
-        self._library[key] = (False, 0)  # recursion guard
-        saved = self.ev.reads_begin()
         found = False
         summary = self.ev.index.module(func.module)
         fn = summary.functions.get(func.name) if summary else None
@@ -245,7 +248,6 @@ class Boundaries:
                         break
                 if found:
                     break
-        self._library[key] = (found, self.ev.reads_end(saved))
         return found
 
     def _class_reaches_torch_library(self, cls: Value, depth: int) -> bool:
@@ -278,19 +280,13 @@ class Boundaries:
 
     def _is_compiling_probe(self, func: Value) -> bool:
         """A helper whose body returns is_compiling() (SGLang's and FlashInfer's own equivalents)."""
-        key = (func.module, func.name)
-        hit = self._probes.get(key)
-        if hit is not None:
-            self.ev.partial.reads |= hit[1]
-            return hit[0]
-        self._probes[key] = (False, 0)  # recursion guard
-        saved = self.ev.reads_begin()
+        return self._memoized(self._probes, func, False, lambda: self._returns_is_compiling(func))
+
+    def _returns_is_compiling(self, func: Value) -> bool:
         scope = self.ev.function_scope(func)
-        result = False
-        if scope is not None and scope.function is not None and scope.function.returns:
-            result = all(self.compile_time_value(r, scope) is True for r in scope.function.returns)
-        self._probes[key] = (result, self.ev.reads_end(saved))
-        return result
+        if scope is None or scope.function is None or not scope.function.returns:
+            return False
+        return all(self.compile_time_value(r, scope) is True for r in scope.function.returns)
 
     def pruned_under_compile(self, guards, scope: Scope) -> str:
         """The guard text when Dynamo never takes this branch, else ''."""
