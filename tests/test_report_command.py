@@ -100,6 +100,9 @@ def test_trace_goes_through_the_dynamic_room(scan_file, tmp_path, monkeypatch, c
     monkeypatch.setitem(sys.modules, "dynacheck.dynamic", types.ModuleType("dynacheck.dynamic"))
     monkeypatch.setitem(sys.modules, "dynacheck.dynamic.merge", merge)
     monkeypatch.setitem(sys.modules, "dynacheck.dynamic.correlate", corr)
+    advice = types.ModuleType("dynacheck.dynamic.advice")  # the report also asks it; stubbed, the test stands alone
+    advice.advise = lambda trace: trace
+    monkeypatch.setitem(sys.modules, "dynacheck.dynamic.advice", advice)
     trace_dir = tmp_path / "trace"
     trace_dir.mkdir()
     assert run(["report", "--scan", str(scan_file), "--trace", str(trace_dir), "--format", "terminal"]) == 0
