@@ -263,3 +263,18 @@ def test_deployment_facts_first_and_the_rest_folded():
     head = text[text.index('id="deployment"'):]
     assert "name glm5, gpu sm120" in head[:head.index("</summary>")]
     assert "runtime: {is_capture_mode=False}" in head[head.index("</summary>"):]
+
+
+def test_the_first_stop_and_the_way_dynamo_gets_there_are_on_the_first_screen():
+    """Under fullgraph the first break is the one the user meets: the page says where, before the findings."""
+    scan = samples.flagship_scan()
+    chain = [{"function": h.function, "file": h.file, "line": h.line, "code": h.code} for h in scan.findings[0].chain]
+    site = scan.findings[0].site
+    first = {"function": site.function, "file": site.file, "line": site.line, "callee": site.callee,
+             "rule": scan.findings[0].rule, "gb_id": "GB0007", "chain": chain}
+    html = render_html(replace(scan, first_break=first))
+    stop = html.index("Dynamo stops first at")
+    assert stop < html.index('id="findings"')
+    assert f"{site.file}:{site.line} {site.callee}" in html[stop:stop + 400]
+    assert " → ".join([".".join(chain[0]["function"].split(".")[-2:])]) in html[stop:html.index('id="findings"')]
+    assert "Dynamo stops first at" not in render_html(replace(scan, first_break={}))

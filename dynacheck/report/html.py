@@ -79,11 +79,16 @@ class ItemView:
     @property
     def chain_line(self) -> str:
         """The lead chain on one line, `Class.method` per hop, for the row itself (no click needed)."""
-        names = [".".join([p for p in h.function.split(".") if p != "<locals>"][-2:]) for h in self.hops]
-        names = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
-        if len(names) > 7:
-            names = names[:3] + ["…"] + names[-3:]
-        return " → ".join(names)
+        return chain_line(h.function for h in self.hops)
+
+
+def chain_line(functions) -> str:
+    """Qualified function names as one line, `Class.method` each, the middle elided past seven."""
+    names = [".".join([p for p in f.split(".") if p != "<locals>"][-2:]) for f in functions]
+    names = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]]
+    if len(names) > 7:
+        names = names[:3] + ["…"] + names[-3:]
+    return " → ".join(names)
 
 
 def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
@@ -121,6 +126,8 @@ def render_html(review: Review | ScanResult | None, *, diff: Diff | None = None,
         "idle_processes": idle,
         "outside": outside,
         "plan": plan,
+        "first_break": scan.first_break if scan is not None else {},
+        "first_chain": chain_line(h["function"] for h in scan.first_break.get("chain", ())) if scan is not None else "",
         "deployment": view.deployment_facts(scan.deployment) if scan is not None and scan.deployment else "",
         "deployment_all": view.deployment_label(scan.deployment) if scan is not None and scan.deployment else "",
         "diff": _diff(diff) if diff is not None else None,
