@@ -256,3 +256,40 @@ def test_the_first_break_carries_the_chain_dynamo_takes_in_trace_order(scan_cach
     assert [h["function"].rpartition(".")[2] for h in first["chain"]] == ["forward", "first", "outer", "middle", "probe"]
     assert [h["line"] for h in first["chain"]] == [20, 25, 15, 11, 7]  # each hop's call line, then the site
     assert (first["file"], first["line"]) == (finding.site.file, finding.site.line)
+
+
+def _attr_scan(scan_cache, entry: str):
+    spec = DeploymentSpec(framework=Path(__file__).parent / "fixtures" / "fork" / "gpufx.toml", gpu="sm90",
+                          platform="cuda")
+    return scan_roots([Path(__file__).parent / "fixtures" / "attr"], [entry], cache_dir=scan_cache, deployment=spec)
+
+
+def test_an_attribute_assigned_under_a_test_decided_against_it_never_holds_that_value(scan_cache):
+    """`if backend.is_triton(): self.core = TritonCore() elif backend.is_deep_gemm(): self.core =
+    DeepGemmCore()` in a runner built with the Triton backend, and `if quant_config is None:` in a
+    linear built with `quant_config=None`: SGLang's bf16 MoE reached DeepGEMM's JIT build, and
+    every MoE router (never quantized) reached the FP4 kernel's probe, before these were decided."""
+    triton = _attr_scan(scan_cache, "attrfx.runner:Model.forward")
+    assert [(f.site.callee, [h.function.rpartition(".")[2] for h in f.chain]) for f in triton.findings] == [
+        ("subprocess.check_output", ["forward", "forward", "apply"])]  # the quantized proj only, not the gate
+    deep = _attr_scan(scan_cache, "attrfx.runner:DeepModel.forward")
+    assert [(f.site.function.rpartition(".")[2], f.site.callee) for f in deep.findings] == [("run", "subprocess.run")]
+
+
+def test_a_global_s_value_does_not_depend_on_how_deep_it_was_first_asked(scan_cache):
+    """A value is memoized per global, whoever asks: asked first at the end of a long chain of
+    evaluations, the depth limit cut it to 'unknown' and every later reader got that (in the census,
+    Apertus's all-reduce was found or not depending on which model was walked before it)."""
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession
+    from dynacheck.static.value_types import MAX_DEPTH
+
+    spec = DeploymentSpec(framework=Path(__file__).parent / "fixtures" / "fork" / "gpufx.toml", gpu="sm90",
+                          platform="cuda")
+    targets = [resolve_target(str(Path(__file__).parent / "fixtures" / "attr"), cache_dir=scan_cache)]
+    answers = []
+    for first_depth in (0, MAX_DEPTH - 1):
+        evaluator = ScanSession.open(targets, scan_cache).engine(spec)[1]
+        evaluator.global_value("attrfx.depth", "_GROUP", first_depth)
+        answers.append({(v.kind, v.name) for v in evaluator.global_value("attrfx.depth", "_GROUP", 0)})
+    assert answers[0] == answers[1] == {("ext", "builtins.None"), ("inst", "Group")}

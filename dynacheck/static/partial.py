@@ -727,10 +727,10 @@ class PartialEvaluator:
                     fn = module.functions.get(qualname)
                     if fn is None or attr not in fn.self_assigns:
                         continue
-                    scope = Scope(module, fn, evolve(inst, kind="cls"))
-                    if fn.name == "__init__":
-                        scope = evolve(scope, bound=self._constructor_arguments(inst, fn, depth, module))
-                    parts.extend(self.const(e, scope, depth) for e in fn.self_assigns[attr])
+                    scope = self._method_scope(inst, fn, module, depth)
+                    guards = fn.self_assign_guards.get(attr, ())
+                    parts.extend(self.const(e, scope, depth) for i, e in enumerate(fn.self_assigns[attr])
+                                 if i >= len(guards) or not self._decided_against(guards[i], scope))
                 field = self._field_argument(inst, attr, depth) if not parts and _is_dataclass(summary) else None
                 if field is not None:  # the allocation's keyword, not the field's default
                     parts.append(field)
@@ -744,6 +744,30 @@ class PartialEvaluator:
         if got is not None and (result.values is not None or result.opens):
             self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
         return result
+
+    def _method_scope(self, inst: Value, fn, module, depth: int) -> Scope:
+        """A method of the instance's class as the instance runs it: `__init__` with the arguments
+        its allocation passed bound."""
+        scope = Scope(module, fn, evolve(inst, kind="cls"))
+        if fn.name == "__init__":
+            scope = evolve(scope, bound=self._constructor_arguments(inst, fn, depth, module))
+        return scope
+
+    def self_assignment_holds(self, inst: Value, fn, module, attr: str, index: int) -> bool:
+        """Whether the `index`-th `self.attr = ...` of a method may run for this instance: False when
+        a test it sits under is decided against it (`if runner_backend.is_deep_gemm():` in a
+        MoeRunner built with the Triton backend)."""
+        guards = fn.self_assign_guards.get(attr, ())
+        if index >= len(guards) or not guards[index]:
+            return True
+        return not self._decided_against(guards[index], self._method_scope(inst, fn, module, 0))
+
+    def _decided_against(self, guards: tuple, scope: Scope) -> bool:
+        for test, taken, _ in guards:
+            value, _ = self.truth(test, scope)
+            if value is not None and value != taken:
+                return True
+        return False
 
     def _allocation(self, inst: Value) -> tuple[list, dict, Scope] | None:
         """The constructor call that made this instance, its arguments as known values, where it ran."""

@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 18  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 19  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -48,6 +48,7 @@ class FunctionSummary:
     assign_lines: dict[str, list[int]] = field(default_factory=dict)  # in step with assigns (0: unknown)
     assign_guards: dict[str, list[tuple]] = field(default_factory=dict)  # in step: (guards, in a loop)
     self_assigns: dict[str, list[Expr]] = field(default_factory=dict)  # self.x = value
+    self_assign_guards: dict[str, list[tuple]] = field(default_factory=dict)  # in step: the guards of each
     annotations: dict[str, Expr] = field(default_factory=dict)  # self.x: T / local: T
     local_imports: dict[str, str] = field(default_factory=dict)  # name -> dotted target
     returns: list[Expr] = field(default_factory=list)
@@ -494,6 +495,7 @@ class _ModuleWalker:
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             if target.value.value == "self" and scope.function is not None:
                 scope.function.self_assigns.setdefault(target.attr.value, []).append(value)
+                scope.function.self_assign_guards.setdefault(target.attr.value, []).append(self._guards)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for i, element in enumerate(target.elements):
                 item = ("s", value) if value[0] not in ("q",) else (

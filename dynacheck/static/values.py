@@ -132,9 +132,11 @@ class Evaluator(ClassModel):
             self.partial.reads |= cached[1]
             return list(cached[0])
         # Memoized even when a cycle was cut below: a little precision for linear time, and the
-        # walk order (hence the answer) is the same on every run.
+        # walk order (hence the answer) is the same on every run. The depth limit starts again at a
+        # memoized boundary (here, globals, returns): an answer is the same whoever asks, however
+        # deep (asked first at the limit, `_TP` was memoized as unknown for every later reader).
         saved = self.reads_begin()
-        values = self._lookup(name, scope, depth)
+        values = self._lookup(name, scope, 0)
         self._names[key] = (tuple(values), self.reads_end(saved))
         return values
 
@@ -195,7 +197,7 @@ class Evaluator(ClassModel):
             self.partial.reads |= cached[1]
             return list(cached[0])
         saved = self.reads_begin()
-        values = self._global_value(module, name, depth)
+        values = self._global_value(module, name, 0)
         self._globals[key] = (tuple(values), self.reads_end(saved))
         return values
 
@@ -325,7 +327,7 @@ class Evaluator(ClassModel):
         if cached is not None:
             self.partial.reads |= cached[1]
             return list(cached[0])
-        if key in self._active or depth > MAX_DEPTH:
+        if key in self._active:
             return [UNKNOWN]
         self._active.add(key)
         saved = self.reads_begin()
@@ -333,7 +335,7 @@ class Evaluator(ClassModel):
             scope = self.function_scope(func, bound)
             values: list[Value] = []
             if scope is not None and scope.function is not None:
-                values = self._guarded_returns(scope, depth)
+                values = self._guarded_returns(scope, 0)
             result = tuple(evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
         finally:
             self._active.discard(key)
