@@ -30,6 +30,7 @@ VIA_DISPATCH = "dispatch table"
 VIA_DECORATOR = "decorator wrapper"
 VIA_RETURN = "return value"
 VIA_FACTORY = "factory"
+VIA_PROPERTY = "property read -> getter"
 
 
 def severity_rank(severity: str) -> int:

@@ -293,3 +293,41 @@ def test_a_global_s_value_does_not_depend_on_how_deep_it_was_first_asked(scan_ca
         evaluator.global_value("attrfx.depth", "_GROUP", first_depth)
         answers.append({(v.kind, v.name) for v in evaluator.global_value("attrfx.depth", "_GROUP", 0)})
     assert answers[0] == answers[1] == {("ext", "builtins.None"), ("inst", "Group")}
+
+
+def test_a_property_read_runs_its_getter_and_paths_keep_their_type(scan_cache):
+    """FlashInfer's JitSpec probes the file system in properties (`if self.is_aot:` ->
+    `self.aot_path.exists()`, `FileLock(self.lock_path)` -> `get_tmpdir()` -> `tmpdir.exists()`) and
+    in helpers taking a `Path`; a path built with `/` from a module-level `pathlib.Path` is a path.
+    These were the flagship's missed real sites (flashinfer/jit/core.py:260, :286, :490,
+    cpp_ext.py:312): a read was no call, and `self.aot_path` was the getter, not a Path."""
+    result = _attr_scan(scan_cache, "attrfx.jit:Model.forward")
+    sites = {(f.site.line, f.site.function.rpartition(".")[2], f.site.callee, bool(f.conditions))
+             for f in result.findings}
+    assert sites == {
+        (13, "get_tmpdir", "pathlib.Path.exists", False),  # lock_path's getter calls get_tmpdir
+        (14, "get_tmpdir", "pathlib.Path.mkdir", True),  # made once: `if not tmpdir.exists():`
+        (19, "run_ninja", "pathlib.Path.mkdir", False),  # `workdir: Path`
+        (20, "run_ninja", "subprocess.run", False),
+        (33, "is_aot", "pathlib.Path.exists", False),  # `if self.is_aot:` -> the getter
+        (46, "build_and_load", "builtins.open", False),
+    }
+    (is_aot,) = [f for f in result.findings if f.site.function.endswith("is_aot")]
+    assert [h.function.rpartition(".")[2] for h in is_aot.chain] == ["forward", "build_and_load", "is_aot"]
+    # Dynamo reads `self.is_aot` (line 43, no call on it) before anything else in build_and_load
+    assert (result.first_break["function"].rpartition(".")[2], result.first_break["line"]) == ("is_aot", 33)
+
+
+def test_only_reads_of_self_attributes_are_property_reads():
+    """`self.m(...)` is a method call and `self.x = ...` a store; `if self.p:` and `f(self.q)` read."""
+    from dynacheck.static.summary import summarize
+
+    source = ("class A:\n"
+              "    def f(self):\n"
+              "        self.x = self.y\n"
+              "        self.m(self.q)\n"
+              "        if self.p:\n"
+              "            return self.q\n")
+    fn = summarize(source, "m", "m.py", False, defer=False).functions["A.f"]
+    assert [(attr, line) for attr, line, _, _ in fn.self_reads] == [("y", 3), ("q", 4), ("p", 5)]
+    assert fn.self_reads[1][2] == () and fn.self_reads[2][2] == ()  # read before the `if`

@@ -98,6 +98,26 @@ class ClassModel:
         self._attrs[key] = (result, self.reads_end(saved))
         return list(result) or [Value("unknown", name=attr)]
 
+    def property_getter(self, cls: Value, attr: str) -> Value | None:
+        """The getter a read of `attr` on an instance of `cls` runs, when `attr` is a plain `property`
+        of a scanned class in its MRO (Dynamo traces the getter at each read); None otherwise. A
+        `cached_property` runs once per instance, before the compile when anything read it eagerly."""
+        for klass in self.mro(cls):
+            if klass.kind == "ext":
+                return None
+            summary = self.index.klass(klass.module, klass.name)
+            if summary is None:
+                continue
+            if attr in summary.methods:
+                qualname = summary.methods[attr]
+                fn = self.index.function(klass.module, qualname)
+                if fn is None or not any((dotted(d) or "").rpartition(".")[2] == "property" for d in fn.decorators):
+                    return None
+                return Value("func", klass.module, qualname, m.VIA_PROPERTY, self_cls=evolve(cls, kind="cls"))
+            if attr in summary.attrs:
+                return None
+        return None
+
     def _annotated(self, annotation: Expr, scope: Scope, depth: int, hierarchy: bool = False) -> list[Value]:
         parts = annotation[1] if annotation and annotation[0] == "q" else (annotation,)
         classes = [v for part in parts for v in self.eval(part, scope, depth + 1) if v.kind == "cls"]

@@ -52,8 +52,9 @@ def first_break(walk: Walk, findings: Iterable[Finding], index, display, chain_a
         if fn is None:
             return None
         path = display(summary.path)
-        lines = sorted({c.line for c in fn.calls})
         below = sorted(children.get(key, ()), key=lambda item: item[:2])
+        # the lines of its calls and of the property reads that run a getter (`if self.is_aot:`)
+        lines = sorted({c.line for c in fn.calls} | {item[0] for item in below})
         for line in lines:
             steps += 1
             # a call's arguments run before the call: the callees on a line before the line's own hazard

@@ -43,6 +43,18 @@ def dotted(expr: Expr) -> str | None:
     return None
 
 
+def annotation_expr(text: str) -> Expr | None:
+    """A dotted annotation's text (`Path`, `pathlib.Path`, quotes dropped) as a name expression; None
+    for anything else (`Optional[Path]`, `list[str]`)."""
+    parts = text.strip().strip("'\"").split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    expr: Expr = ("n", parts[0])
+    for part in parts[1:]:
+        expr = ("a", expr, part)
+    return expr
+
+
 def render(expr: Expr) -> str:
     """Short human text for an expression, for notes and messages."""
     kind = expr[0] if expr else "?"

@@ -16,6 +16,7 @@ from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.summary import CallSite
 from dynacheck.static.partial import Obj, Ref, known_name
+from dynacheck.static.value_types import receiver_key
 from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
 
 MAX_NODES = 20_000
@@ -126,7 +127,7 @@ class Reacher:
             return hit[1]
         saved = self.ev.reads_begin()
         actions: list[tuple] = []
-        for call in scope.function.calls:
+        for call in _in_order(scope.function.calls, self._property_reads(scope)):
             self._visit_call(key, scope, call, actions)
         expansion = tuple(actions)
         self.ev.sites[memo] = (scope, expansion, self.ev.reads_end(saved))
@@ -153,7 +154,11 @@ class Reacher:
                 return  # a branch this deployment never takes
         self._call_conditions = conditions
         self._scope = scope
-        targets = self._callees(call, scope)
+        if call.kind == "prop":
+            getter = self.ev.property_getter(scope.self_cls, call.func[2]) if scope.self_cls is not None else None
+            targets = [getter] if getter is not None else []
+        else:
+            targets = self._callees(call, scope)
         if call.kind == "with":
             targets = [self._enter(t) for t in targets]
         for target in targets:
@@ -198,6 +203,24 @@ class Reacher:
                     out.append(("unresolved",))
             elif kind == "unknown":
                 out.append(("unresolved",))
+
+    def _property_reads(self, scope: Scope) -> tuple:
+        """`self.x` reads of the function that run a property's getter on this receiver, as calls
+        of kind "prop" at the line of the read (`if self.is_aot:` runs `is_aot`, which probes a path)."""
+        fn, receiver = scope.function, scope.self_cls
+        if receiver is None or not fn.self_reads:
+            return ()
+        key = ("props", id(fn), receiver_key(receiver))
+        hit = self.ev.sites.get(key)
+        if hit is not None and hit[0] is fn:
+            self.ev.partial.reads |= hit[2]
+            return hit[1]
+        saved = self.ev.reads_begin()
+        reads = tuple(CallSite(line, ("a", ("n", "self"), attr), guards=guards, loop=loop, kind="prop")
+                      for attr, line, guards, loop in fn.self_reads
+                      if self.ev.property_getter(receiver, attr) is not None)
+        self.ev.sites[key] = (fn, reads, self.ev.reads_end(saved))
+        return reads
 
     def _callees(self, call: CallSite, scope: Scope) -> list[Value]:
         """What the call's function expression is, once per (call, scope) for the evaluator's life."""
@@ -366,6 +389,22 @@ class Reacher:
                     label = f"{only.value.name}@{id(only.value.expr)}"
                     bound.append((name, (Value("known", name=label, items=(only,)),)))
         return tuple(bound)
+
+
+def _in_order(calls: list, reads: tuple):
+    """The function's calls in their recorded order, each property read before the first call at
+    or after its line (the arguments of `FileLock(self.lock_path)` are read before the call)."""
+    if not reads:
+        yield from calls
+        return
+    pending = sorted(reads, key=lambda r: r.line)
+    at = 0
+    for call in calls:
+        while at < len(pending) and pending[at].line <= call.line:
+            yield pending[at]
+            at += 1
+        yield call
+    yield from pending[at:]
 
 
 def _calls_in(expr) -> int:

@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 19  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 20  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -61,6 +61,7 @@ class FunctionSummary:
     param_types: dict[str, Expr] = field(default_factory=dict)  # parameter -> its annotation (partial evaluation)
     param_annotations: dict[str, str] = field(default_factory=dict)  # parameter -> "Tensor" | "other" (annotated)
     value_uses: list[tuple] = field(default_factory=list)  # see value_uses.py: values used as Python values
+    self_reads: list[tuple] = field(default_factory=list)  # (attr, line, guards, loop): `self.x` read, first of each
 
 
 @dataclass
@@ -548,9 +549,11 @@ class _ModuleWalker:
                     self.note_fake(self.expr(call))
             return
         line = getattr(node, "lineno", line)
-        calls, found, inside = value_uses.calls_and_uses(root, line, bool(loop))
+        reads: list[str] | None = [] if uses else None
+        calls, found, inside = value_uses.calls_and_uses(root, line, bool(loop), reads)
         if uses:
             scope.function.value_uses.extend(found)
+            self.note_self_reads(scope.function, reads, line, guards, loop)
         if not calls:
             return
         lines = cn.call_lines(node, calls) if node is not None else None
@@ -565,6 +568,17 @@ class _ModuleWalker:
             kwargs = tuple((a.keyword.value, cn.expr(a.value, ARG_DEPTH)) for a in call.args if a.keyword is not None)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, call_guards, loop,
                                                  args=args, kwargs=kwargs))
+
+    @staticmethod
+    def note_self_reads(function: FunctionSummary, reads: list[str], line: int, guards: tuple, loop: str) -> None:
+        """The first read of each `self.x` in the function: where a property's getter first runs."""
+        if not reads:
+            return
+        seen = {attr for attr, *_ in function.self_reads}
+        for attr in reads:
+            if attr not in seen:
+                seen.add(attr)
+                function.self_reads.append((attr, line, guards, loop))
 
     def expr(self, node) -> Expr:
         return cn.expr(node)

@@ -401,6 +401,8 @@ def _torch_returns_tensor(name: str) -> bool:
     parts = name.split(".")
     if any(part[:1].isupper() for part in parts[:-1]) and not name.startswith("torch.Tensor."):
         return False  # an attribute of a class (`torch.nn.Module.cfg.get`): not a torch function
+    if any(part.startswith("__") for part in parts[1:]):
+        return False  # a module's metadata (`torch.__version__.split()`, `torch.__path__`): not a tensor
     return not parts[-1][:1].isupper()  # a class: a module or an object, not a tensor
 
 

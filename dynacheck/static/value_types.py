@@ -38,6 +38,8 @@ EXTERNAL_FACTORIES = {
     "torch.utils.cpp_extension.load_inline": "torch.utils.cpp_extension.Module",
     "ctypes.CDLL": "ctypes.CDLL",
 }
+EXTERNAL_INSTANCES = frozenset(EXTERNAL_FACTORIES.values()) | {"pathlib.PosixPath", "pathlib.PurePath"}
+PATH_TYPES = frozenset({"pathlib.Path", "pathlib.PosixPath", "pathlib.PurePath"})
 CONTAINER_FACTORIES = {
     "builtins.list", "builtins.tuple", "builtins.set", "builtins.dict",
     "torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",

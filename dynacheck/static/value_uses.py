@@ -79,14 +79,18 @@ def collect(root, line: int, in_loop: bool = False) -> list[Use]:
     return calls_and_uses(root, line, in_loop)[1]
 
 
-def calls_and_uses(root, line: int, in_loop: bool = False) -> tuple[list[cst.Call], list[Use], list[tuple]]:
+def calls_and_uses(root, line: int, in_loop: bool = False,
+                   self_reads: list | None = None) -> tuple[list[cst.Call], list[Use], list[tuple]]:
     """One walk for both: the calls in source order (as `cst_nodes.collect_calls` lists them) and the
-    value uses (the summary pass runs this on every statement, so it walks each tree once)."""
+    value uses (the summary pass runs this on every statement, so it walks each tree once).
+    `self_reads`, when given, receives the names of `self.x` read but not called (a property's
+    getter runs there)."""
     calls: list[cst.Call] = []
     uses: list[tuple] = []
     named = _assigned_name(root)
     stack: list = [(root, ())]
     inside: list[tuple] = []  # per call: the conditional-expression branches it sits in (test node, taken)
+    called: set[int] = set()  # the `self.m` of `self.m(...)`: a method call, not a read
     while stack:
         node, where = stack.pop()
         kind = type(node)
@@ -94,6 +98,11 @@ def calls_and_uses(root, line: int, in_loop: bool = False) -> tuple[list[cst.Cal
             calls.append(node)
             inside.append(where)
             _call(node, line, uses)
+            called.add(id(node.func))
+        elif kind is cst.Attribute and self_reads is not None and id(node) not in called:
+            base = node.value
+            if type(base) is cst.Name and base.value == "self":
+                self_reads.append(node.attr.value)
         elif kind is cst.IfExp:
             uses.append(("test", line, test_expr(node.test), None))
             stack.append((node.orelse, where + ((node.test, False),)))

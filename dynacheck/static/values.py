@@ -10,16 +10,18 @@ from __future__ import annotations
 from dynacheck import model as m
 from dynacheck.static.classes import ClassModel
 from dynacheck.static.index import Index
-from dynacheck.static.ir import Expr
+from dynacheck.static.ir import Expr, annotation_expr, dotted
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
     BUILTINS,
     evolve,
     CONST,
     CONTAINER_FACTORIES,
     EXTERNAL_FACTORIES,
+    EXTERNAL_INSTANCES,
     MAX_DEPTH,
     MAX_VALUES,
     NAMESPACE_FACTORIES,
+    PATH_TYPES,
     UNKNOWN,
     Scope,
     Value,
@@ -161,8 +163,12 @@ class Evaluator(ClassModel):
             if name in fn.params:
                 if name in fn.annotations:
                     return self._annotated(fn.annotations[name], current, depth)
-                if self.pins and name in fn.param_types:
-                    return self._pinned_param(fn.param_types[name], current, depth)
+                if name in fn.param_types:
+                    if self.pins:
+                        pinned = self._pinned_param(fn.param_types[name], current, depth)
+                        if pinned != [UNKNOWN]:
+                            return pinned
+                    return self._external_instance(fn.param_types[name], current) or [UNKNOWN]
                 return [UNKNOWN]
             current = current.parent
         module = scope.module.module
@@ -264,8 +270,40 @@ class Evaluator(ClassModel):
     def _attr(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         out: list[Value] = []
         for base in self.eval(expr[1], scope, depth + 1):
-            out.extend(self.member(base, expr[2], depth + 1, via_self=base.via == m.VIA_SELF))
+            found = self.member(base, expr[2], depth + 1, via_self=base.via == m.VIA_SELF)
+            if base.kind == "inst" and any(v.kind == "func" for v in found):
+                found = [r for v in found for r in (self._property_value(v, depth) or [v])]
+            out.extend(found)
         return out
+
+    def _property_value(self, func: Value, depth: int) -> list[Value]:
+        """What reading a property gives (`self.aot_path` is the Path its getter returns, so
+        `self.aot_path.exists()` is `pathlib.Path.exists`); [] when `func` is no plain property. The
+        getter's `-> T` types it when its returns say nothing (T an external class with known methods)."""
+        fn = self.index.function(func.module, func.name)
+        if fn is None or not any((dotted(d) or "").rpartition(".")[2] == "property" for d in fn.decorators):
+            return []
+        values = self.returns(func, depth)
+        if all(vague(v) for v in values) and fn.returns_annotation:
+            scope = self.module_scope(func.module)
+            typed = self._external_instance(annotation_expr(fn.returns_annotation), scope) if scope else []
+            return typed or values
+        return values
+
+    def _external_instance(self, annotation: Expr | None, scope: Scope) -> list[Value]:
+        """An instance of the external class an annotation names (`workdir: Path`), when that class is
+        one whose instances the rules know (pathlib.Path, logging.Logger...): [] otherwise."""
+        if not annotation or annotation[0] not in ("n", "a"):
+            return []
+        return [Value("extinst", name=v.name) for v in self.eval(annotation, scope, 1)
+                if v.kind == "ext" and v.name in EXTERNAL_INSTANCES]
+
+    def _binary(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
+        """`base / "name"` on a path is a path (FlashInfer's JIT folders: `FLASHINFER_JIT_DIR / name`)."""
+        if len(expr) > 3 and expr[3] == "Divide":
+            if any(v.kind == "extinst" and v.name in PATH_TYPES for v in self.eval(expr[1], scope, depth + 1)):
+                return [Value("extinst", name="pathlib.Path")]
+        return [UNKNOWN]
 
     def member(self, base: Value, attr: str, depth: int, via_self: bool = False) -> list[Value]:
         kind = base.kind
@@ -497,5 +535,6 @@ _HANDLERS = {
     "d": Evaluator._dict,
     "if": Evaluator._either,
     "k": lambda self, expr, scope, depth: [CONST],
+    "op": Evaluator._binary,
 }
 
