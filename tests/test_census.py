@@ -196,6 +196,24 @@ def test_glm5_nvfp4_sm120_cell(pinned_targets, scan_cache):
     assert cells["nvfp4/sm100"]["fix"]["at"] != "flashinfer.fp4_quantization.fp4_quantize"
 
 
+@pytest.mark.wheels
+def test_glm5_bf16_first_stops_in_the_norm_jit_build_under_the_nsa_indexer(pinned_targets, scan_cache):
+    """Without FP4 the FlashInfer JIT is still reached: the NSA indexer's k_norm is SGLang's LayerNorm,
+    which calls flashinfer.norm.layernorm, whose cached get_norm_module() builds the 'norm' JitSpec;
+    Dynamo stops at the build's first file probe, `if self.is_aot:` (flashinfer/jit/core.py:309 ->
+    :260, a property read), before the lock and the ninja run. This is the route the flagship labels
+    list at flashinfer/norm.py:29 (bench/labels, kind "route")."""
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name == "bf16/sm120"]
+    census = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1, models=["GlmMoeDsaForCausalLM"])
+    (cell,) = census.cells
+    first = cell["first_break"]
+    assert (first["file"], first["line"], first["callee"]) == ("flashinfer/jit/core.py", 260, "pathlib.Path.exists")
+    hops = [(h["function"].rpartition(".")[2], h["line"]) for h in first["chain"]]
+    assert hops[-4:] == [("layernorm", 391), ("get_norm_module", 29), ("build_and_load", 309), ("is_aot", 260)]
+
+
 def test_public_entries_are_reexported_functions(tmp_path):
     from dynacheck.census.flashinfer_api import public_entries
 
