@@ -381,6 +381,18 @@ class PartialEvaluator:
                     return unknown(*base.opens)
         return known(*outs, opens=base.opens)
 
+    def _unpacked(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        """`major, minor = probe()`: item i of a known tuple (`("idx", value, i)` in the summary)."""
+        base = self.const(expr[1], scope, depth)
+        if base.values is None or len(expr) < 3 or not isinstance(expr[2], int):
+            return unknown(*base.opens)
+        outs = set()
+        for value in base.values:
+            if not isinstance(value, tuple) or not -len(value) <= expr[2] < len(value):
+                return unknown(*base.opens)
+            outs.add(value[expr[2]])
+        return known(*outs, opens=base.opens)
+
     def _slice(self, expr: Expr, scope: Scope, depth: int) -> Known:
         base = self.const(expr[1], scope, depth)
         lo, hi = self.const(expr[2], scope, depth), self.const(expr[3], scope, depth)
@@ -406,23 +418,29 @@ class PartialEvaluator:
             if bound is not None and name not in fn.assigns:
                 return self._of_values(bound)
             if name in fn.assigns:
-                key = ("local", id(fn), name, id(current))
+                flow = self._flow[1] if self._flow is not None and self._flow[0] == id(current) else 0
+                key = ("local", id(fn), name, id(current), flow)  # read below a line: what is assigned above it
                 if key in self._active:
                     if bound is not None:  # `disabled = ... or disabled`: the parameter's own value
                         return self._of_values(bound)
                     self._cut(key)
                     return NOTHING  # x = f(x): the other assignments give the values
-                flow = self._flow[1] if self._flow is not None and self._flow[0] == id(current) else 0
-                memo = ("local", id(fn), name, id(current), flow)
+                memo = key
                 hit = self._memo.get(memo)
                 if hit is not None and hit[0] is current:
                     self.reads |= hit[2]
                     return hit[1]
                 frame, opened = self._push(key), self._open_frame()
+                saved = self._flow
                 try:
-                    result = merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
-                                    for e in self._reaching(fn, name, current)])
+                    parts = []
+                    for e, line in self._reaching(fn, name, current):
+                        # `value = value.lower()`: the right side reads what was assigned above its line
+                        self._flow = (id(current), line) if line and flow and _mentions(e, name) else saved
+                        parts.append(self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown())
+                    result = merge(parts)
                 finally:
+                    self._flow = saved
                     del self._active[key]
                 got = self._close_frame(opened, frame)
                 if got is not None:
@@ -437,22 +455,24 @@ class PartialEvaluator:
             current = current.parent
         return self.global_(scope.module.module, name, depth)
 
-    def _reaching(self, fn, name: str, scope: Scope) -> list:
-        """The assignments of a local a guard can see: in the guard's own function, those written
-        above the guard (`x = env or None; if x is not None: return x` then `x = probe()` below),
+    def _reaching(self, fn, name: str, scope: Scope) -> list[tuple]:
+        """The assignments of a local a guard (or a return) can see: in its own function, those written
+        above it (`x = env or None; if x is not None: return x` then `x = probe()` below),
         from the last one that surely runs when the first does (outside loops, its own guards
         decided true here):
         `skip = False; if batch.is_extend(): skip = n <= k` leaves only `n <= k`. Elsewhere all of
-        them. Line 0 (a loop or `with` target) is kept: its place is not recorded."""
+        them. Line 0 (a loop or `with` target) is kept: its place is not recorded. Of those above it,
+        an assignment under a test decided against it is dropped. Each as (value, its line), the line
+        0 when not known."""
         values = fn.assigns[name]
         lines = fn.assign_lines.get(name, ())
+        guards = fn.assign_guards.get(name, ())
         if self._flow is None or self._flow[0] != id(scope) or len(lines) != len(values):
-            return values
+            return [(value, 0) for value in values]
         at = self._flow[1]
         before = [i for i, line in enumerate(lines) if line < at]
         if not before:
-            return values
-        guards = fn.assign_guards.get(name, ())
+            return [(value, line) for value, line in zip(values, lines)]
         if len(guards) == len(values):
             shared = set(guards[before[0]][0])  # tests both sit under (an early return above both)
             for i in reversed(before):
@@ -463,7 +483,17 @@ class PartialEvaluator:
                 if lines[i] and not in_loop and self._surely(extra, scope):
                     before = before[before.index(i):]
                     break
-        return [values[i] for i in before]
+        return self._possible(fn, name, before, scope)
+
+    def _possible(self, fn, name: str, indices, scope: Scope) -> list[tuple]:
+        """(value, line) of the assignments among `indices` whose own tests are not decided against
+        them here (`if torch.xpu.is_available(): major = ...` never runs on CUDA)."""
+        values, guards = fn.assigns[name], fn.assign_guards.get(name, ())
+        lines = fn.assign_lines.get(name, ())
+        indices = list(indices)
+        kept = [i for i in indices if len(indices) == 1 or len(guards) != len(values)
+                or not (guards[i][0] and self._decided_against(guards[i][0], scope))]
+        return [(values[i], lines[i] if len(lines) == len(values) else 0) for i in kept]
 
     def _surely(self, guards: tuple, scope: Scope) -> bool:
         """Whether every guard is decided the way the code under it needs, on this deployment."""
@@ -763,8 +793,8 @@ class PartialEvaluator:
         return not self._decided_against(guards[index], self._method_scope(inst, fn, module, 0))
 
     def _decided_against(self, guards: tuple, scope: Scope) -> bool:
-        for test, taken, _ in guards:
-            value, _ = self.truth(test, scope)
+        for test, taken, line in guards:
+            value, _ = self._guard_truth(test, scope, line)  # memoized per (test, scope, line)
             if value is not None and value != taken:
                 return True
         return False
@@ -886,7 +916,7 @@ class PartialEvaluator:
                       receiver: Any = None) -> Known:
         """The result of a scanned function for known arguments: its returns, in order, under their guards."""
         summary = self.ev.index.function(func.module, func.name)
-        if summary is None or depth > MAX_DEPTH:
+        if summary is None:
             return unknown()
         params = list(summary.params)
         bound: dict[str, Known] = {}
@@ -910,7 +940,10 @@ class PartialEvaluator:
             return unknown()
         frame, opened = self._push(key), self._open_frame()
         try:
-            result = self._returns(func, summary, bound, depth)
+            # the depth limit starts again here: a call's result is memoized for every caller, however
+            # deep (`can_auto_enable_marlin_fp8()` asked from fp8's __init__ ran out of depth in the
+            # tuple its capability probe returns)
+            result = self._returns(func, summary, bound, 0)
         finally:
             del self._active[key]
         got = self._close_frame(opened, frame)
@@ -930,11 +963,18 @@ class PartialEvaluator:
                 values.append((name, (_as_value(self.const(summary.defaults[name], scope, depth)),)))
         scope = evolve(scope, bound=tuple(values) + scope.bound)
         parts: list[Known] = []
-        for expr, guards in zip(summary.returns, summary.return_guards):
+        lines = summary.return_lines if len(summary.return_lines) == len(summary.returns) else [0] * len(summary.returns)
+        for expr, guards, line in zip(summary.returns, summary.return_guards, lines):
             reachable, conditions = self.guards(guards, scope)
             if not reachable:
                 continue
-            result = self.const(expr, scope, depth)
+            saved = self._flow
+            if line:  # the locals this return reads are those assigned above it (see _reaching)
+                self._flow = (id(scope), line)
+            try:
+                result = self.const(expr, scope, depth)
+            finally:
+                self._flow = saved
             if conditions:
                 result = unknown(*result.opens, *conditions)
             parts.append(result)
@@ -1321,6 +1361,18 @@ def _method_call(self: PartialEvaluator, expr: Expr, scope: Scope, depth: int) -
     return PartialEvaluator._call(self, expr, scope, depth)
 
 
+def _mentions(expr: Expr, name: str) -> bool:
+    """Whether an expression reads the name (`value.lower()` reads `value`)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple) and node:
+            if node[0] == "n" and len(node) == 2 and node[1] == name:
+                return True
+            stack.extend(x for x in node[1:] if isinstance(x, tuple))
+    return False
+
+
 _HANDLERS = {
     "k": PartialEvaluator._k,
     "n": PartialEvaluator._name,
@@ -1333,6 +1385,7 @@ _HANDLERS = {
     "if": PartialEvaluator._either,
     "q": PartialEvaluator._seq,
     "s": PartialEvaluator._sub,
+    "idx": PartialEvaluator._unpacked,
     "sl": PartialEvaluator._slice,
     "op": PartialEvaluator._op,
 }
