@@ -336,10 +336,10 @@ def test_only_reads_of_self_attributes_are_property_reads():
 @pytest.mark.parametrize("gpu, marlin", [("sm86", True), ("sm90", False), ("sm120", False)])
 def test_a_capability_probe_unpacked_from_a_tuple_decides_an_instance_flag(scan_cache, gpu, marlin):
     """fp8's `self.use_marlin = force or can_auto_enable_marlin()`: the probe unpacks
-    `major, minor = get_device_capability()`, which reassigns both under platform branches
-    (`if torch.xpu.is_available(): major, minor = None, None`) and returns them; `value =
-    value.lower()` reads the value above it. Every fp8 cell of the census reported the Marlin
-    kernel's JIT build, which SGLang auto-enables on sm80-88 only."""
+    `major, minor = get_device_capability()` (the framework's wrapper of the GPU probe, declared as
+    an accessor in the framework facts, as presets/sglang.toml does for SGLang's), and it is first
+    asked deep under a layer's guard. Every fp8 cell of the census reported the Marlin kernel's JIT
+    build, which SGLang auto-enables on sm80-88 only."""
     spec = DeploymentSpec(framework=Path(__file__).parent / "fixtures" / "fork" / "gpufx.toml", gpu=gpu,
                           platform="cuda")
     result = scan_roots([Path(__file__).parent / "fixtures" / "attr"], ["attrfx.marlin:Model.forward"],

@@ -46,7 +46,8 @@ class Deployment:
     runtime: dict[str, Any] = field(default_factory=dict)  # module.global -> value while the runner compiles
     traced_batch: dict[str, Any] = field(default_factory=dict)  # field -> fact about the batch it traces with
     derived: dict[str, Any] = field(default_factory=dict)  # server-args fields set after parsing (preset-declared)
-    accessors: dict[str, str] = field(default_factory=dict)  # module.function -> "server_args" | "model_config"
+    # module.function -> "server_args" | "model_config" | "device_capability" (the GPU probe's wrapper)
+    accessors: dict[str, str] = field(default_factory=dict)
     object_types: dict[str, str] = field(default_factory=dict)  # class name -> "server_args" | "model_config"
     type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
     compiling: bool = True  # torch.compiler.is_compiling() inside the traced region

@@ -418,29 +418,23 @@ class PartialEvaluator:
             if bound is not None and name not in fn.assigns:
                 return self._of_values(bound)
             if name in fn.assigns:
-                flow = self._flow[1] if self._flow is not None and self._flow[0] == id(current) else 0
-                key = ("local", id(fn), name, id(current), flow)  # read below a line: what is assigned above it
+                key = ("local", id(fn), name, id(current))
                 if key in self._active:
                     if bound is not None:  # `disabled = ... or disabled`: the parameter's own value
                         return self._of_values(bound)
                     self._cut(key)
                     return NOTHING  # x = f(x): the other assignments give the values
-                memo = key
+                flow = self._flow[1] if self._flow is not None and self._flow[0] == id(current) else 0
+                memo = ("local", id(fn), name, id(current), flow)
                 hit = self._memo.get(memo)
                 if hit is not None and hit[0] is current:
                     self.reads |= hit[2]
                     return hit[1]
                 frame, opened = self._push(key), self._open_frame()
-                saved = self._flow
                 try:
-                    parts = []
-                    for e, line in self._reaching(fn, name, current):
-                        # `value = value.lower()`: the right side reads what was assigned above its line
-                        self._flow = (id(current), line) if line and flow and _mentions(e, name) else saved
-                        parts.append(self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown())
-                    result = merge(parts)
+                    result = merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
+                                    for e in self._reaching(fn, name, current)])
                 finally:
-                    self._flow = saved
                     del self._active[key]
                 got = self._close_frame(opened, frame)
                 if got is not None:
@@ -455,24 +449,22 @@ class PartialEvaluator:
             current = current.parent
         return self.global_(scope.module.module, name, depth)
 
-    def _reaching(self, fn, name: str, scope: Scope) -> list[tuple]:
-        """The assignments of a local a guard (or a return) can see: in its own function, those written
-        above it (`x = env or None; if x is not None: return x` then `x = probe()` below),
+    def _reaching(self, fn, name: str, scope: Scope) -> list:
+        """The assignments of a local a guard can see: in the guard's own function, those written
+        above the guard (`x = env or None; if x is not None: return x` then `x = probe()` below),
         from the last one that surely runs when the first does (outside loops, its own guards
         decided true here):
         `skip = False; if batch.is_extend(): skip = n <= k` leaves only `n <= k`. Elsewhere all of
-        them. Line 0 (a loop or `with` target) is kept: its place is not recorded. Of those above it,
-        an assignment under a test decided against it is dropped. Each as (value, its line), the line
-        0 when not known."""
+        them. Line 0 (a loop or `with` target) is kept: its place is not recorded."""
         values = fn.assigns[name]
         lines = fn.assign_lines.get(name, ())
-        guards = fn.assign_guards.get(name, ())
         if self._flow is None or self._flow[0] != id(scope) or len(lines) != len(values):
-            return [(value, 0) for value in values]
+            return values
         at = self._flow[1]
         before = [i for i, line in enumerate(lines) if line < at]
         if not before:
-            return [(value, line) for value, line in zip(values, lines)]
+            return values
+        guards = fn.assign_guards.get(name, ())
         if len(guards) == len(values):
             shared = set(guards[before[0]][0])  # tests both sit under (an early return above both)
             for i in reversed(before):
@@ -483,17 +475,7 @@ class PartialEvaluator:
                 if lines[i] and not in_loop and self._surely(extra, scope):
                     before = before[before.index(i):]
                     break
-        return self._possible(fn, name, before, scope)
-
-    def _possible(self, fn, name: str, indices, scope: Scope) -> list[tuple]:
-        """(value, line) of the assignments among `indices` whose own tests are not decided against
-        them here (`if torch.xpu.is_available(): major = ...` never runs on CUDA)."""
-        values, guards = fn.assigns[name], fn.assign_guards.get(name, ())
-        lines = fn.assign_lines.get(name, ())
-        indices = list(indices)
-        kept = [i for i in indices if len(indices) == 1 or len(guards) != len(values)
-                or not (guards[i][0] and self._decided_against(guards[i][0], scope))]
-        return [(values[i], lines[i] if len(lines) == len(values) else 0) for i in kept]
+        return [values[i] for i in before]
 
     def _surely(self, guards: tuple, scope: Scope) -> bool:
         """Whether every guard is decided the way the code under it needs, on this deployment."""
@@ -793,8 +775,8 @@ class PartialEvaluator:
         return not self._decided_against(guards[index], self._method_scope(inst, fn, module, 0))
 
     def _decided_against(self, guards: tuple, scope: Scope) -> bool:
-        for test, taken, line in guards:
-            value, _ = self._guard_truth(test, scope, line)  # memoized per (test, scope, line)
+        for test, taken, _ in guards:
+            value, _ = self.truth(test, scope)
             if value is not None and value != taken:
                 return True
         return False
@@ -889,6 +871,8 @@ class PartialEvaluator:
         value = func.value
         if value.kind == "func":
             accessor = self.dep.accessors.get(f"{value.module}.{value.name}")
+            if accessor == "device_capability":  # the framework's wrapper of the GPU probe (utils/common.py)
+                return self._external_call("torch.cuda.get_device_capability", [], [], scope, depth)
             obj = self._object(accessor or "")
             if obj is not None:
                 return known(obj)
@@ -916,7 +900,7 @@ class PartialEvaluator:
                       receiver: Any = None) -> Known:
         """The result of a scanned function for known arguments: its returns, in order, under their guards."""
         summary = self.ev.index.function(func.module, func.name)
-        if summary is None:
+        if summary is None or (depth > MAX_DEPTH and (args or kwargs or receiver is not None)):
             return unknown()
         params = list(summary.params)
         bound: dict[str, Known] = {}
@@ -940,10 +924,10 @@ class PartialEvaluator:
             return unknown()
         frame, opened = self._push(key), self._open_frame()
         try:
-            # the depth limit starts again here: a call's result is memoized for every caller, however
-            # deep (`can_auto_enable_marlin_fp8()` asked from fp8's __init__ ran out of depth in the
-            # tuple its capability probe returns)
-            result = self._returns(func, summary, bound, 0)
+            # a call without arguments (a platform probe: `can_auto_enable_marlin_fp8()`) has one answer
+            # wherever it is asked: the depth limit starts again inside it, so a deep first ask (fp8's
+            # `self.use_marlin` under a layer's guard) does not cut it to unknown
+            result = self._returns(func, summary, bound, 0 if not bound else depth)
         finally:
             del self._active[key]
         got = self._close_frame(opened, frame)
@@ -963,18 +947,11 @@ class PartialEvaluator:
                 values.append((name, (_as_value(self.const(summary.defaults[name], scope, depth)),)))
         scope = evolve(scope, bound=tuple(values) + scope.bound)
         parts: list[Known] = []
-        lines = summary.return_lines if len(summary.return_lines) == len(summary.returns) else [0] * len(summary.returns)
-        for expr, guards, line in zip(summary.returns, summary.return_guards, lines):
+        for expr, guards in zip(summary.returns, summary.return_guards):
             reachable, conditions = self.guards(guards, scope)
             if not reachable:
                 continue
-            saved = self._flow
-            if line:  # the locals this return reads are those assigned above it (see _reaching)
-                self._flow = (id(scope), line)
-            try:
-                result = self.const(expr, scope, depth)
-            finally:
-                self._flow = saved
+            result = self.const(expr, scope, depth)
             if conditions:
                 result = unknown(*result.opens, *conditions)
             parts.append(result)
@@ -1359,18 +1336,6 @@ def _method_call(self: PartialEvaluator, expr: Expr, scope: Scope, depth: int) -
             if all(isinstance(v, Member) for v in rest.values):
                 return merge([self.method_of_member(v, func_expr[2], depth) for v in rest.values])
     return PartialEvaluator._call(self, expr, scope, depth)
-
-
-def _mentions(expr: Expr, name: str) -> bool:
-    """Whether an expression reads the name (`value.lower()` reads `value`)."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple) and node:
-            if node[0] == "n" and len(node) == 2 and node[1] == name:
-                return True
-            stack.extend(x for x in node[1:] if isinstance(x, tuple))
-    return False
 
 
 _HANDLERS = {

@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 21  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 20  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -53,7 +53,6 @@ class FunctionSummary:
     local_imports: dict[str, str] = field(default_factory=dict)  # name -> dotted target
     returns: list[Expr] = field(default_factory=list)
     return_guards: list[tuple] = field(default_factory=list)  # the guards of each return, in step with returns
-    return_lines: list[int] = field(default_factory=list)  # the line of each return, in step with returns
     nested: list[str] = field(default_factory=list)
     globals_declared: set[str] = field(default_factory=set)  # `global x`: assignments rebind the module
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
@@ -398,7 +397,6 @@ class _ModuleWalker:
         elif isinstance(stmt, cst.Return) and scope.function is not None and stmt.value is not None:
             scope.function.returns.append(self.expr(stmt.value))
             scope.function.return_guards.append(guards)
-            scope.function.return_lines.append(line)
 
     def note_exports(self, target, value, extend: bool) -> None:
         """`__all__ = [...]` / `__all__ += [...]` of string literals: what `from m import *` takes."""
