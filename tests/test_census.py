@@ -214,6 +214,27 @@ def test_glm5_bf16_first_stops_in_the_norm_jit_build_under_the_nsa_indexer(pinne
     assert hops[-4:] == [("layernorm", 391), ("get_norm_module", 29), ("build_and_load", 309), ("is_aot", 260)]
 
 
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_a_cell_is_what_its_model_walked_alone_gives(pinned_targets, scan_cache):
+    """Apertus after Afmoe in one evaluator, and Apertus alone: SGLang's `_TP` used to be memoized as
+    unknown when Apertus first asked for it at the depth limit (deep in QKVParallelLinear), so walked
+    alone it never resolved `get_tp_group().all_reduce`; walked after Afmoe, it did."""
+    from dynacheck.census.run import run_census
+
+    # three chains: the first and the last are walked in halves (an evaluator per forward), the middle
+    # one, fp8, walks Afmoe then Apertus with one evaluator
+    wanted = [d for d in default_deployments() if d.name in ("bf16/sm90", "fp8/sm90", "nvfp4/sm100")]
+    both = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1,
+                      models=["AfmoeForCausalLM", "ApertusForCausalLM"])
+    alone = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1, models=["ApertusForCausalLM"])
+    cell = lambda census: [c for c in census.cells if (c["model"], c["deployment"]) ==  # noqa: E731
+                           ("ApertusForCausalLM", "fp8/sm90")]
+    assert cell(both) == cell(alone) and len(cell(alone)) == 1
+    # and fp8 on sm90 does not reach the Marlin kernel (SGLang auto-enables it on sm80-88 only)
+    assert not any("gptq_marlin" in f for c in both.cells for f in c["breaks_by_function"])
+
+
 def test_public_entries_are_reexported_functions(tmp_path):
     from dynacheck.census.flashinfer_api import public_entries
 
