@@ -110,8 +110,7 @@ class ClassModel:
                 continue
             if attr in summary.methods:
                 qualname = summary.methods[attr]
-                fn = self.index.function(klass.module, qualname)
-                if fn is None or not any((dotted(d) or "").rpartition(".")[2] == "property" for d in fn.decorators):
+                if not is_plain_property(self.index.function(klass.module, qualname)):
                     return None
                 return Value("func", klass.module, qualname, m.VIA_PROPERTY, self_cls=evolve(cls, kind="cls"))
             if attr in summary.attrs:
@@ -201,3 +200,8 @@ class ClassModel:
                             frontier.append(sub)
                             break
         return found
+
+
+def is_plain_property(fn) -> bool:
+    """A function decorated with `@property` (not `cached_property`, which runs once per instance)."""
+    return fn is not None and any((dotted(d) or "").rpartition(".")[2] == "property" for d in fn.decorators)

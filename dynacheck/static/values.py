@@ -8,9 +8,9 @@ from __future__ import annotations
 
 
 from dynacheck import model as m
-from dynacheck.static.classes import ClassModel
+from dynacheck.static.classes import ClassModel, is_plain_property
 from dynacheck.static.index import Index
-from dynacheck.static.ir import Expr, annotation_expr, dotted
+from dynacheck.static.ir import Expr, annotation_expr
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
     BUILTINS,
     evolve,
@@ -281,7 +281,7 @@ class Evaluator(ClassModel):
         `self.aot_path.exists()` is `pathlib.Path.exists`); [] when `func` is no plain property. The
         getter's `-> T` types it when its returns say nothing (T an external class with known methods)."""
         fn = self.index.function(func.module, func.name)
-        if fn is None or not any((dotted(d) or "").rpartition(".")[2] == "property" for d in fn.decorators):
+        if not is_plain_property(fn):
             return []
         values = self.returns(func, depth)
         if all(vague(v) for v in values) and fn.returns_annotation:
