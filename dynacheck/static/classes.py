@@ -81,9 +81,8 @@ class ClassModel:
                     if fn is None:
                         continue
                     scope = Scope(module, fn, evolve(inst, kind="cls"))
-                    for i, expr in enumerate(fn.self_assigns.get(attr, ())):
-                        if self.partial.self_assignment_holds(inst, fn, module, attr, i):
-                            values.extend(self.eval(expr, scope, depth + 1))
+                    for expr in self.partial.self_assignments(inst, fn, module, attr):
+                        values.extend(self.eval(expr, scope, depth + 1))
                     if f"self.{attr}" in fn.annotations:
                         annotations.append((fn.annotations[f"self.{attr}"], scope))
             known = [v for v in values if v.kind not in ("unknown", "const")]

@@ -740,9 +740,7 @@ class PartialEvaluator:
                     if fn is None or attr not in fn.self_assigns:
                         continue
                     scope = self._method_scope(inst, fn, module, depth)
-                    guards = fn.self_assign_guards.get(attr, ())
-                    parts.extend(self.const(e, scope, depth) for i, e in enumerate(fn.self_assigns[attr])
-                                 if i >= len(guards) or not self._decided_against(guards[i], scope))
+                    parts.extend(self.const(e, scope, depth) for e in self._may_run(fn, attr, lambda: scope))
                 field = self._field_argument(inst, attr, depth) if not parts and _is_dataclass(summary) else None
                 if field is not None:  # the allocation's keyword, not the field's default
                     parts.append(field)
@@ -765,14 +763,25 @@ class PartialEvaluator:
             scope = evolve(scope, bound=self._constructor_arguments(inst, fn, depth, module))
         return scope
 
-    def self_assignment_holds(self, inst: Value, fn, module, attr: str, index: int) -> bool:
-        """Whether the `index`-th `self.attr = ...` of a method may run for this instance: False when
-        a test it sits under is decided against it (`if runner_backend.is_deep_gemm():` in a
-        MoeRunner built with the Triton backend)."""
-        guards = fn.self_assign_guards.get(attr, ())
-        if index >= len(guards) or not guards[index]:
-            return True
-        return not self._decided_against(guards[index], self._method_scope(inst, fn, module, 0))
+    def self_assignments(self, inst: Value, fn, module, attr: str) -> list:
+        """The values of a method's `self.attr = ...` that may run for this instance: not those under a
+        test decided against them (`if runner_backend.is_deep_gemm():` in a MoeRunner built with the
+        Triton backend)."""
+        return self._may_run(fn, attr, lambda: self._method_scope(inst, fn, module, 0))
+
+    def _may_run(self, fn, attr: str, scope_of) -> list:
+        """`fn`'s assignments of `self.attr` whose guards, read in the scope `scope_of()` gives (built
+        only when one has guards), are not decided against them."""
+        values, guards = fn.self_assigns.get(attr, ()), fn.self_assign_guards.get(attr, ())
+        scope = None
+        kept = []
+        for i, value in enumerate(values):
+            if i < len(guards) and guards[i]:
+                scope = scope or scope_of()
+                if self._decided_against(guards[i], scope):
+                    continue
+            kept.append(value)
+        return kept
 
     def _decided_against(self, guards: tuple, scope: Scope) -> bool:
         for test, taken, _ in guards:
@@ -900,7 +909,7 @@ class PartialEvaluator:
                       receiver: Any = None) -> Known:
         """The result of a scanned function for known arguments: its returns, in order, under their guards."""
         summary = self.ev.index.function(func.module, func.name)
-        if summary is None or (depth > MAX_DEPTH and (args or kwargs or receiver is not None)):
+        if summary is None:
             return unknown()
         params = list(summary.params)
         bound: dict[str, Known] = {}
@@ -914,6 +923,8 @@ class PartialEvaluator:
         for name, value in kwargs.items():
             if name in summary.params:
                 bound[name] = value
+        if depth > MAX_DEPTH and bound:
+            return unknown()
         key = ("call", func.module, func.name, tuple(sorted((k, _key(v)) for k, v in bound.items())))
         hit = self._memo.get(key)
         if hit is not None:
