@@ -134,6 +134,22 @@ def test_the_cache_stores_bodies_filled_after_the_first_store(tmp_path: Path):
     assert _plain(again) == _plain(summarize(SOURCE, "pkg.mod", "mod.py", False, defer=False))
 
 
+def test_a_change_to_the_summarizer_s_code_is_a_new_cache_key(tmp_path: Path, monkeypatch):
+    """Entries of one SUMMARY_VERSION made by other summarizer code (an experiment that used the
+    number first) were read back as current: `for i, layer in enumerate(...)` kept its old shape."""
+    from dynacheck.static import cache
+
+    data = SOURCE.encode()
+    SummaryCache(tmp_path).summary(tmp_path / "mod.py", "pkg.mod", False, data)
+    same = SummaryCache(tmp_path)
+    same.summary(tmp_path / "mod.py", "pkg.mod", False, data)
+    assert same.hits == 1
+    monkeypatch.setattr(cache, "_SUMMARIZER", "another summarizer")
+    changed = SummaryCache(tmp_path)
+    changed.summary(tmp_path / "mod.py", "pkg.mod", False, data)
+    assert changed.hits == 0 and changed.parsed == 1
+
+
 def test_a_pickled_summary_carries_no_source_text():
     summary = summarize(SOURCE, "pkg.mod", "mod.py", False)
     blob = pickle.dumps(summary)

@@ -24,6 +24,23 @@ from dynacheck.static import summary as summary_module
 from dynacheck.static.summary import SUMMARY_VERSION, ModuleSummary, summarize
 
 CACHE_FORMAT = b"DCSUM2\n"  # bump with any change to the file layout below
+
+
+def _summarizer_digest() -> str:
+    """The bytes of the code that makes a summary: a change to it is a new key even where
+    SUMMARY_VERSION was not bumped, or was bumped to a number an experiment had already used
+    (entries of the same number but another shape were read back as current)."""
+    digest = hashlib.sha256()
+    folder = Path(summary_module.__file__).parent
+    for name in ("summary.py", "cst_nodes.py", "lazy_bodies.py", "ir.py", "value_uses.py"):
+        try:
+            digest.update((folder / name).read_bytes())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()[:16]
+
+
+_SUMMARIZER = _summarizer_digest()
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 _SUMMARY_CLASSES = {"ModuleSummary", "FunctionSummary", "ClassSummary", "CallSite", "Binding"}
 _BUILTINS = {"set", "frozenset"}
@@ -82,12 +99,12 @@ class SummaryCache:
 
     @staticmethod
     def _blob_key(name: str) -> str:
-        return "blob-" + hashlib.sha256(f"{SUMMARY_VERSION}\0{name}".encode()).hexdigest()[:40]
+        return "blob-" + hashlib.sha256(f"{SUMMARY_VERSION}\0{_SUMMARIZER}\0{name}".encode()).hexdigest()[:40]
 
     @staticmethod
     def _key(module: str, is_package: bool, data: bytes) -> str:
         digest = hashlib.sha256()
-        digest.update(f"{SUMMARY_VERSION}\0{module}\0{int(is_package)}\0".encode())
+        digest.update(f"{SUMMARY_VERSION}\0{_SUMMARIZER}\0{module}\0{int(is_package)}\0".encode())
         digest.update(data)
         return digest.hexdigest()[:40]
 
