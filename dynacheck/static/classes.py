@@ -80,7 +80,8 @@ class ClassModel:
                     fn = module.functions.get(method_qualname)
                     if fn is None:
                         continue
-                    scope = Scope(module, fn, evolve(inst, kind="cls"))
+                    bound = self.constructor_bindings(inst, cls, fn) if fn.name == "__init__" else ()
+                    scope = Scope(module, fn, evolve(inst, kind="cls"), bound)
                     for expr in self.partial.self_assignments(inst, fn, module, attr):
                         values.extend(self.eval(expr, scope, depth + 1))
                     if f"self.{attr}" in fn.annotations:
@@ -96,6 +97,65 @@ class ClassModel:
             self._active.discard(key)
         self._attrs[key] = (result, self.reads_end(saved))
         return list(result) or [Value("unknown", name=attr)]
+
+    def constructor_bindings(self, inst: Value, owner: Value, init) -> tuple:
+        """The class-or-function parameters of `owner.__init__` as the instance was built: what the
+        nearest subclass's `super().__init__(..., decoder_layer_type=Qwen3DecoderLayer)` passes, else
+        the default (`decoder_layer_type=Qwen2DecoderLayer`). SGLang picks decoder layers this way,
+        inside the lambda given to `make_layers`; unbound, the layer class was unknown and the
+        layers were never walked. Parameters of other kinds stay unbound (a `quant_config=None`
+        default says nothing about the call)."""
+        key = (inst.module, inst.name, receiver_key(inst) if inst.expr is not None else "", owner.module, owner.name)
+        cached = self._constructors.get(key)
+        if cached is not None:
+            self.partial.reads |= cached[1]
+            return cached[0]
+        self._constructors[key] = ((), 0)  # cycle guard
+        saved = self.reads_begin()
+        bound = self._constructor_bindings(inst, owner, init, 0)  # depth starts again at a memoized boundary
+        self._constructors[key] = (bound, self.reads_end(saved))
+        return bound
+
+    def _constructor_bindings(self, inst: Value, owner: Value, init, depth: int) -> tuple:
+        order = [c for c in self.mro(inst) if c.kind == "cls"]
+        at = next((i for i, c in enumerate(order) if (c.module, c.name) == (owner.module, owner.name)), None)
+        if at is None:
+            return ()
+        passed: dict = {}
+        for sub in reversed(order[:at]):  # the nearest class before the owner that defines __init__
+            sub_init = self._own_init(sub)
+            if sub_init is not None:
+                passed = self._super_init_arguments(inst, sub, sub_init, init, depth)
+                break
+        bound = []
+        for name in init.params[1:]:
+            if name in passed:
+                values = passed[name]
+            elif name in init.defaults:
+                scope = self.module_scope(owner.module)
+                values = self.eval(init.defaults[name], scope, depth + 1) if scope is not None else []
+            else:
+                continue
+            values = [v for v in values if v.kind in ("cls", "func")]
+            if values:
+                bound.append((name, tuple(values[:8])))
+        return tuple(bound)
+
+    def _own_init(self, cls: Value):
+        summary = self.index.klass(cls.module, cls.name)
+        qualname = summary.methods.get("__init__") if summary is not None else None
+        return self.index.function(cls.module, qualname) if qualname else None
+
+    def _super_init_arguments(self, inst: Value, sub: Value, sub_init, init, depth: int) -> dict:
+        """Parameter name -> values that `sub.__init__`'s `super().__init__(...)` call passes to `init`."""
+        call = next((c for c in sub_init.calls if _is_super_init(c.func)), None)
+        module = self.index.module(sub.module)
+        if call is None or module is None:
+            return {}
+        scope = Scope(module, sub_init, evolve(inst, kind="cls"), self.constructor_bindings(inst, sub, sub_init))
+        out = {name: self.eval(arg, scope, depth + 1) for name, arg in zip(init.params[1:], call.args)}
+        out.update((name, self.eval(arg, scope, depth + 1)) for name, arg in call.kwargs if name in init.params)
+        return out
 
     def property_getter(self, cls: Value, attr: str) -> Value | None:
         """The getter a read of `attr` on an instance of `cls` runs, when `attr` is a plain `property`
@@ -204,3 +264,9 @@ class ClassModel:
 def is_plain_property(fn) -> bool:
     """A function decorated with `@property` (not `cached_property`, which runs once per instance)."""
     return fn is not None and any((dotted(d) or "").rpartition(".")[2] == "property" for d in fn.decorators)
+
+
+def _is_super_init(func) -> bool:
+    """`super().__init__` (the call expression's function part)."""
+    return bool(func) and func[0] == "a" and func[2] == "__init__" and bool(func[1]) and func[1][0] == "c" \
+        and func[1][1] == ("n", "super")

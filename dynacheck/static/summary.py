@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 20  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 22  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -498,11 +498,14 @@ class _ModuleWalker:
                 scope.function.self_assigns.setdefault(target.attr.value, []).append(value)
                 scope.function.self_assign_guards.setdefault(target.attr.value, []).append(self._guards)
         elif isinstance(target, (cst.Tuple, cst.List)):
+            paired = _paired_iteration(value)
             for i, element in enumerate(target.elements):
                 item = ("s", value) if value[0] not in ("q",) else (
                     value[1][i] if i < len(value[1]) else UNKNOWN)
                 if value[0] == "c":  # a, b = make(...): the first item is the usual payload
                     item = ("idx", value, i)
+                if paired is not None:  # `for i, layer in enumerate(self.layers)`: layer is an item of the list
+                    item = paired[i] if i < len(paired) else UNKNOWN
                 self.bind_target(element.value, item, scope, line, conditional)
 
     def annotate(self, target, annotation: Expr, scope: _Scope) -> None:
@@ -590,3 +593,17 @@ class _ModuleWalker:
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------
+
+
+def _paired_iteration(value: Expr) -> tuple | None:
+    """What each name of `for a, b in enumerate(x)` / `zip(x, y)` iterates: (index, an item of x) or
+    (an item of x, an item of y); None for other iterables."""
+    if not value or value[0] != "it" or not value[1] or value[1][0] != "c":
+        return None
+    call = value[1]
+    name = call[1][1] if call[1] and call[1][0] == "n" else ""
+    if name == "enumerate" and call[2]:
+        return (UNKNOWN, ("it", call[2][0]))
+    if name == "zip" and call[2] and not any(a and a[0] == "q" for a in call[2]):
+        return tuple(("it", a) for a in call[2])
+    return None

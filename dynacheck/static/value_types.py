@@ -46,6 +46,7 @@ CONTAINER_FACTORIES = {
     "torch.nn.modules.container.ModuleList",
 }
 NAMESPACE_FACTORIES = {"types.SimpleNamespace", "argparse.Namespace"}
+ITERATOR_VIEWS = {"itertools.islice", "builtins.reversed", "builtins.iter"}  # iterate some of their argument's items
 NN_MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"}
 BUILTINS = frozenset(dir(__import__("builtins")))
 

@@ -16,6 +16,7 @@ from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest
     evolve,
     CONST,
     CONTAINER_FACTORIES,
+    ITERATOR_VIEWS,
     EXTERNAL_FACTORIES,
     EXTERNAL_INSTANCES,
     MAX_DEPTH,
@@ -47,6 +48,7 @@ class Evaluator(ClassModel):
         self._active: set = set()
         self._names: dict[tuple, tuple[tuple[Value, ...], int]] = {}
         self._globals: dict[tuple, tuple[tuple[Value, ...], int]] = {}
+        self._constructors: dict[tuple, tuple[tuple, int]] = {}  # classes.constructor_bindings
         self._scopes: dict[tuple, Scope | bool] = {}
         # per call site and scope, what the walk asks every time it reaches them (reach.py): the
         # callees and the constants they are called with; a census walks the same sites per forward
@@ -63,7 +65,7 @@ class Evaluator(ClassModel):
         what it works out (names, attributes, returns, guards, expansions) never asks the GPU."""
         child = Evaluator(self.index, deployment)
         child._scopes = dict(self._scopes)  # built from the index alone
-        for table in ("_names", "_globals", "_returns", "_attrs", "_mro"):
+        for table in ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors"):
             setattr(child, table, _kept(getattr(self, table), dirty))
         child.partial._memo = _kept(self.partial._memo, dirty)
         child.sites = _kept({k: v for k, v in self.sites.items() if isinstance(v, tuple)}, dirty)
@@ -331,10 +333,12 @@ class Evaluator(ClassModel):
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
-        if all(vague(v) for v in out) and any(a and a[0] == "l" for a in (*expr[2], *(v for _, v in expr[3]))):
+        if any(a and (a[0] == "l" or self._is_closure(a, scope, depth)) for a in (*expr[2], *(v for _, v in expr[3]))):
             products = [p for p in self.factory_products(expr, scope, depth) if p.kind != "unknown"]
-            if products:  # make_layers(n, lambda i: Block(i)): a container of what the lambda builds
-                return [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
+            if products and not _holds_any(out, products):
+                # make_layers(n, lambda i: Block(i)): a container of what the lambda builds, beside
+                # what the factory's returns gave (its pipeline-parallel placeholders)
+                return [v for v in out if not vague(v)] + [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
         return out
 
     def call_result(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> list[Value]:
@@ -352,6 +356,8 @@ class Evaluator(ClassModel):
                 items = tuple((k, evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v)
                               for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
                 return [Value("ns", items=items, via=m.VIA_RETURN)]
+            if name in ITERATOR_VIEWS and call_expr[2]:  # `islice(self.layers, start, end)`: the same items
+                return [v if v.kind == "cont" else UNKNOWN for v in self.eval(call_expr[2][0], scope, depth + 1)]
             if name in CONTAINER_FACTORIES:
                 return [self._container(call_expr[2], scope, depth)]
             return [Value("extinst", name=f"{name}()")]
@@ -430,7 +436,7 @@ class Evaluator(ClassModel):
 
     def _subscript(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         base = expr[1]
-        if base and base[0] in ("c", "idx"):
+        if base and base[0] in ("c", "idx") and not self._is_view(base, scope, depth):
             return self.factory_products(base if base[0] == "c" else base[1], scope, depth)
         out: list[Value] = []
         for value in self.eval(base, scope, depth + 1):
@@ -439,6 +445,15 @@ class Evaluator(ClassModel):
             else:
                 out.append(UNKNOWN)
         return out
+
+    def _is_view(self, call: Expr, scope: Scope, depth: int) -> bool:
+        """A call of `islice`/`reversed`/`iter`: its items are its argument's."""
+        return call[0] == "c" and any(f.kind == "ext" and f.name in ITERATOR_VIEWS
+                                      for f in self.eval(call[1], scope, depth + 1))
+
+    def _slice(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
+        """`self.layers[self.start_layer:self.end_layer]`: a slice of a container holds its items."""
+        return [v if v.kind == "cont" else UNKNOWN for v in self.eval(expr[1], scope, depth + 1)]
 
     def _index(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         call, position = expr[1], expr[2]
@@ -464,10 +479,27 @@ class Evaluator(ClassModel):
                 for v in self.eval(arg, scope, depth + 1):
                     if v.kind == "cls":
                         out.append(evolve(v, kind="inst", via=m.VIA_FACTORY))
+                    elif v.kind == "func" and v.via == m.VIA_LOCAL:  # `def get_layer(idx, prefix): return Layer(...)`
+                        out.extend(evolve(r, via=m.VIA_FACTORY) for r in self._closure_returns(v, scope, depth)
+                                   if r.kind == "inst")
             elif arg and arg[0] == "q":
                 for inner in arg[1]:
                     out.extend(v for v in self.eval(inner, scope, depth + 1) if v.kind == "inst")
         return out or [UNKNOWN]
+
+    def _closure_returns(self, func: Value, scope: Scope, depth: int) -> list[Value]:
+        """What a function defined in `scope` returns, its free names read in `scope` itself (the
+        constructor's bound `layer_type`, its receiver), not in an unbound copy of it."""
+        fn = scope.module.functions.get(func.name)
+        if fn is None:
+            return [UNKNOWN]
+        inner = Scope(scope.module, fn, scope.self_cls, (), scope)
+        return [v for expr in fn.returns for v in self.eval(expr, inner, depth + 1)]
+
+    def _is_closure(self, arg: Expr, scope: Scope, depth: int) -> bool:
+        """A name of a function defined in the calling function (a layer factory passed by name)."""
+        return arg[0] == "n" and scope.function is not None and \
+            any(v[0] == "fn" for v in scope.function.assigns.get(arg[1], ()))
 
     def _lambda(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return [Value("lam", module=scope.module.module, scope=scope, expr=expr[2])]
@@ -489,6 +521,13 @@ class Evaluator(ClassModel):
 
     def _iterated(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return self._subscript(("s", expr[1]), scope, depth)
+
+
+def _holds_any(values: list[Value], products: list[Value]) -> bool:
+    """Whether a call's result already holds one of the instances its lambda makes (the factory
+    called the lambda and returned what it made, directly or in a container)."""
+    wanted = {p.key() for p in products}
+    return any(v.key() in wanted or (v.kind == "cont" and any(i.key() in wanted for i in v.items)) for v in values)
 
 
 def with_conditions(value: Value, conditions: tuple) -> Value:
@@ -529,7 +568,7 @@ _HANDLERS = {
     "s": Evaluator._subscript,
     "idx": Evaluator._index,
     "it": Evaluator._iterated,
-    "sl": lambda self, expr, scope, depth: [UNKNOWN],
+    "sl": Evaluator._slice,
     "l": Evaluator._lambda,
     "q": Evaluator._seq,
     "d": Evaluator._dict,
