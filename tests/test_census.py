@@ -20,20 +20,25 @@ def _tree(tmp_path: Path) -> Path:
         "class BaseForCausalLM:\n    def __init__(self, config, quant_config=None):\n"
         "        self.model = BaseModel(config)\n")
     (models / "child.py").write_text(
-        "from sglang.srt.models.base import BaseForCausalLM\n"
+        "from sglang.srt.models.base import BaseForCausalLM, BaseModel\n"
         "class ChildForCausalLM(BaseForCausalLM):\n    pass\n"
+        "class DerivedModel(BaseModel):\n    pass\n"
+        "class DerivedForCausalLM:\n    def __init__(self, config, quant_config=None):\n"
+        "        self.model = DerivedModel(config)\n"
         "class Plain:\n    def __init__(self, config):\n        self.head = 1\n"
         "    def forward(self, x):\n        return x\n"
         "class Empty:\n    pass\n"
-        "EntryClass = [ChildForCausalLM, Plain, Empty]\n")
+        "EntryClass = [ChildForCausalLM, Plain, Empty, DerivedForCausalLM]\n")
     return tmp_path
 
 
 def test_models_are_read_from_entry_class_lists(tmp_path):
     found = {m.name: m for m in registered_models(_tree(tmp_path))}
-    assert set(found) == {"ChildForCausalLM", "Plain", "Empty"}
+    assert set(found) == {"ChildForCausalLM", "Plain", "Empty", "DerivedForCausalLM"}
     child = found["ChildForCausalLM"]
     assert child.entry == "sglang.srt.models.base:BaseModel.forward"  # the inner model, through the base
+    # an inherited forward is walked with the compiled class as its receiver (Qwen3Model(Qwen2Model))
+    assert found["DerivedForCausalLM"].entry == "sglang.srt.models.child:DerivedModel.forward"
     assert "self.model = BaseModel" in child.how and child.takes_quant_config
     # no `.model`: the runner raises at `model.model = resolve_language_model(model)`; its own forward is never compiled
     assert found["Plain"].entry == "" and "AttributeError" in found["Plain"].not_compiled
@@ -212,6 +217,29 @@ def test_glm5_bf16_first_stops_in_the_norm_jit_build_under_the_nsa_indexer(pinne
     assert (first["file"], first["line"], first["callee"]) == ("flashinfer/jit/core.py", 260, "pathlib.Path.exists")
     hops = [(h["function"].rpartition(".")[2], h["line"]) for h in first["chain"]]
     assert hops[-4:] == [("layernorm", 391), ("get_norm_module", 29), ("build_and_load", 309), ("is_aot", 260)]
+
+
+@pytest.mark.wheels
+def test_decoder_layers_picked_by_a_constructor_parameter_are_walked(pinned_targets, scan_cache):
+    """Qwen3Model(Qwen2Model) passes `decoder_layer_type=Qwen3DecoderLayer` to Qwen2Model.__init__,
+    whose `make_layers` lambda calls it (models/qwen3.py:320-332, qwen2.py:294-306); Gemma2 assigns
+    `self.layers = make_layers(...)`, whose returns hold only PPMissingLayer placeholders around the
+    offloader's list (utils/common.py:646-661). Both read clean in every cell before: their layers were
+    never walked. On nvfp4/sm120 their quantized linears reach the FP4 probe as Llama's do."""
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name == "nvfp4/sm120"]
+    census = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1,
+                        models=["Qwen3ForCausalLM", "Gemma2ForCausalLM"])
+    cells = {c["model"]: c for c in census.cells}
+    for model, layer in (("Qwen3ForCausalLM", "Qwen3DecoderLayer.forward"),
+                         ("Gemma2ForCausalLM", "Gemma2DecoderLayer.forward")):
+        first = cells[model]["first_break"]
+        assert first["gb_id"] == "GB0007" and first["function"] == "flashinfer.jit.cpp_ext.get_cuda_version"
+        hops = [h["function"].rpartition(".")[0].rpartition(".")[2] + "." + h["function"].rpartition(".")[2]
+                for h in first["chain"]]
+        assert layer in hops and "Qwen2DecoderLayer.forward" not in hops
+        assert cells[model]["fix"]["at"] == "flashinfer.fp4_quantization.fp4_quantize"
 
 
 @pytest.mark.wheels

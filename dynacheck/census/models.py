@@ -258,11 +258,11 @@ def _has_forward(cls: ast.ClassDef) -> bool:
 
 
 def _forward_of(sources: _Sources, found) -> str:
-    """`module:Class.forward` for the class or the nearest SGLang base that defines forward ("" if none)."""
-    for mod, cls in sources.mro(*found):
-        if _has_forward(cls):
-            return f"{mod}:{cls.name}.forward"
-    return ""
+    """`module:Class.forward` of the compiled class itself when it or an SGLang base defines forward
+    ("" if none). The receiver is the class, not the base that defines forward: Qwen3Model inherits
+    Qwen2Model.forward, and its layers are the Qwen3DecoderLayer its `__init__` passes down."""
+    mod, cls = found
+    return f"{mod}:{cls.name}.forward" if any(_has_forward(c) for _, c in sources.mro(*found)) else ""
 
 
 def resolve(sources: _Sources, module: str, name: str, draft: dict[str, str] | None = None,
