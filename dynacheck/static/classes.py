@@ -153,9 +153,10 @@ class ClassModel:
         if call is None or module is None:
             return {}
         scope = Scope(module, sub_init, evolve(inst, kind="cls"), self.constructor_bindings(inst, sub, sub_init))
-        out = {name: self.eval(arg, scope, depth + 1) for name, arg in zip(init.params[1:], call.args)}
-        out.update((name, self.eval(arg, scope, depth + 1)) for name, arg in call.kwargs if name in init.params)
-        return out
+        passed = [*zip(init.params[1:], call.args), *((n, a) for n, a in call.kwargs if n in init.params)]
+        # only names (a parameter, a global, `module.Class`): an argument read from `self` or a call would
+        # evaluate the instance's attributes, whose own bindings are the ones being worked out here
+        return {name: self.eval(arg, scope, depth + 1) for name, arg in passed if _plain_name(arg, sub_init)}
 
     def property_getter(self, cls: Value, attr: str) -> Value | None:
         """The getter a read of `attr` on an instance of `cls` runs, when `attr` is a plain `property`
@@ -270,3 +271,10 @@ def _is_super_init(func) -> bool:
     """`super().__init__` (the call expression's function part)."""
     return bool(func) and func[0] == "a" and func[2] == "__init__" and bool(func[1]) and func[1][0] == "c" \
         and func[1][1] == ("n", "super")
+
+
+def _plain_name(expr, fn) -> bool:
+    """A name that is not one of `fn`'s locals, or a dotted name starting with one (`layers.Qwen3Layer`)."""
+    while expr and expr[0] == "a":
+        expr = expr[1]
+    return bool(expr) and expr[0] == "n" and expr[1] not in fn.assigns and expr[1] != "self"

@@ -130,7 +130,7 @@ class Evaluator(ClassModel):
         if scope.function is None:
             return self.global_value(scope.module.module, name, depth)
         key = (scope.module.module, scope.function.qualname, receiver_key(scope.self_cls),
-               bound_key(scope.bound), name)
+               bound_key(scope.bound), name, _enclosing_key(scope.parent))
         cached = self._names.get(key)
         if cached is not None:
             self.partial.reads |= cached[1]
@@ -521,6 +521,16 @@ class Evaluator(ClassModel):
 
     def _iterated(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return self._subscript(("s", expr[1]), scope, depth)
+
+
+def _enclosing_key(parent: Scope | None) -> tuple:
+    """What a nested function's free names are read in: the enclosing scopes' receivers and bindings
+    (a layer factory evaluated inside its constructor's bound scope is not the same function read alone)."""
+    out = []
+    while parent is not None and parent.function is not None:
+        out.append((receiver_key(parent.self_cls), bound_key(parent.bound)))
+        parent = parent.parent
+    return tuple(out)
 
 
 def _holds_any(values: list[Value], products: list[Value]) -> bool:
