@@ -180,6 +180,28 @@ def test_scans_sharing_a_session_do_not_share_one_allocation_s_answers(scan_cach
     assert not builds("depfx.routing:PlainMoE.forward")
 
 
+def test_a_method_s_answer_is_its_receiver_s_own_in_a_shared_evaluator(scan_cache):
+    """`self.comm.should_use_reduce_scatter(batch)` reads `self.allow_reduce_scatter`: the memo of that
+    call named the method and its arguments but not the receiver, so after a layer whose communicator
+    allows reduce-scatter, a layer whose communicator does not got its answer (found in the census:
+    Bailing V2.5 after BailingMoE, `layers/communicator.py:568-570`)."""
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession, scan_targets
+
+    root = Path(__file__).parent / "fixtures" / "attr"
+    targets = [resolve_target(str(root), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    spec = DeploymentSpec(framework=Path(__file__).parent / "fixtures" / "fork" / "gpufx.toml", gpu="sm90",
+                          platform="cuda")
+
+    def runs(entry):
+        found = scan_targets(targets, [entry], cache_dir=scan_cache, deployment=spec, session=session).findings
+        return [f for f in found if f.site.callee == "subprocess.run" and not f.conditions]
+
+    assert runs("attrfx.communicator:ScatterLayer.forward")
+    assert not runs("attrfx.communicator:PlainLayer.forward")
+
+
 def test_a_flag_attribute_is_not_its_literal_type(scan_cache):
     """`self.use_fast = False` typed `bool` must not read as a truthy object: the code after
     `if self.use_fast: return` is reached (it was pruned, hiding the subprocess call)."""

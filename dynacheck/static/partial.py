@@ -21,7 +21,7 @@ from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
 from dynacheck.deploy.facts import Deployment
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted, render
-from dynacheck.static.value_types import Scope, Value, evolve
+from dynacheck.static.value_types import Scope, Value, evolve, receiver_key
 
 MAX_DEPTH = 10
 _NO_CUT = 1 << 30
@@ -723,11 +723,14 @@ class PartialEvaluator:
     def _instance_attr(self, inst: Value, attr: str, depth: int) -> Known:
         """`self.attr` as a value: every `self.attr = ...` in the class and its bases, evaluated in
         its method (`self._enable_a2a_moe = get_moe_a2a_backend().is_deepep()` in `__init__`)."""
-        key = ("attr", inst.module, inst.name, attr, id(inst.expr) if inst.expr else 0)
+        # per allocation (its expression and the scope it was evaluated in), kept in the entry so that
+        # neither id is reused: keyed by the expression's id alone, a freed allocation's answer was
+        # read back for a later one (BailingMoE's `allow_reduce_scatter=True` for Bailing V2.5's False)
+        key = ("attr", inst.module, inst.name, attr, id(inst.expr) if inst.expr else 0, id(inst.scope))
         hit = self._memo.get(key)
-        if hit is not None:
-            self.reads |= hit[1]
-            return hit[0]
+        if hit is not None and hit[0] is inst.expr and hit[1] is inst.scope:
+            self.reads |= hit[3]
+            return hit[2]
         if key in self._active:
             self._cut(key)
             return NOTHING
@@ -752,7 +755,8 @@ class PartialEvaluator:
         result = merge(parts) if parts else Known(None)
         got = self._close_frame(opened, frame)
         if got is not None and (result.values is not None or result.opens):
-            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
+            # an unknown with no open fact may come from a cut in the evaluator
+            self._memo[key] = (inst.expr, inst.scope, result, got)
         return result
 
     def _method_scope(self, inst: Value, fn, module, depth: int) -> Scope:
@@ -925,7 +929,10 @@ class PartialEvaluator:
                 bound[name] = value
         if depth > MAX_DEPTH and bound:
             return unknown()
-        key = ("call", func.module, func.name, tuple(sorted((k, _key(v)) for k, v in bound.items())))
+        # the receiver is part of the question when `self` is not bound: `self.allow_reduce_scatter` in one
+        # LayerCommunicator (BailingMoE's, True) is not another's (Bailing V2.5's, False)
+        receiver_part = "" if "self" in bound else receiver_key(func.self_cls)
+        key = ("call", func.module, func.name, receiver_part, tuple(sorted((k, _key(v)) for k, v in bound.items())))
         hit = self._memo.get(key)
         if hit is not None:
             self.reads |= hit[1]
