@@ -274,7 +274,7 @@ def _is_super_init(func) -> bool:
 
 
 def _plain_name(expr, fn) -> bool:
-    """A name that is not one of `fn`'s locals, or a dotted name starting with one (`layers.Qwen3Layer`)."""
-    while expr and expr[0] == "a":
-        expr = expr[1]
-    return bool(expr) and expr[0] == "n" and expr[1] not in fn.assigns and expr[1] != "self"
+    """A name, or a dotted name (`layers.Qwen3Layer`), whose head is neither `self` nor one of `fn`'s locals."""
+    name = dotted(expr)
+    head = name.partition(".")[0] if name else ""
+    return bool(head) and head != "self" and head not in fn.assigns

@@ -333,7 +333,7 @@ class Evaluator(ClassModel):
         out: list[Value] = []
         for func in self.eval(expr[1], scope, depth + 1):
             out.extend(self.call_result(func, expr, scope, depth + 1))
-        if any(a and (a[0] == "l" or self._is_closure(a, scope, depth)) for a in (*expr[2], *(v for _, v in expr[3]))):
+        if any(a and (a[0] == "l" or _is_closure(a, scope)) for a in (*expr[2], *(v for _, v in expr[3]))):
             products = [p for p in self.factory_products(expr, scope, depth) if p.kind != "unknown"]
             if products and not _holds_any(out, products):
                 # make_layers(n, lambda i: Block(i)): a container of what the lambda builds, beside
@@ -496,11 +496,6 @@ class Evaluator(ClassModel):
         inner = Scope(scope.module, fn, scope.self_cls, (), scope)
         return [v for expr in fn.returns for v in self.eval(expr, inner, depth + 1)]
 
-    def _is_closure(self, arg: Expr, scope: Scope, depth: int) -> bool:
-        """A name of a function defined in the calling function (a layer factory passed by name)."""
-        return arg[0] == "n" and scope.function is not None and \
-            any(v[0] == "fn" for v in scope.function.assigns.get(arg[1], ()))
-
     def _lambda(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return [Value("lam", module=scope.module.module, scope=scope, expr=expr[2])]
 
@@ -521,6 +516,12 @@ class Evaluator(ClassModel):
 
     def _iterated(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         return self._subscript(("s", expr[1]), scope, depth)
+
+
+def _is_closure(arg: Expr, scope: Scope) -> bool:
+    """A name of a function defined in the calling function (a layer factory passed by name)."""
+    return arg[0] == "n" and scope.function is not None and \
+        any(v[0] == "fn" for v in scope.function.assigns.get(arg[1], ()))
 
 
 def _enclosing_key(parent: Scope | None) -> tuple:
