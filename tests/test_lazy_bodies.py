@@ -222,3 +222,31 @@ def test_the_word_global_in_a_comment_does_not_keep_a_body():
     assert summarize(source, "m", "m.py", False).pending == {"rank": (1, 6)}
     bound = source.replace("    r = 0\n", "    global R\n    R = 0\n    r = R\n")
     assert summarize(bound, "m", "m.py", False).pending == {}  # a real `global` binds a module name
+
+
+def test_a_parse_without_node_validation_summarizes_the_same(monkeypatch):
+    """parse_unvalidated skips libcst's per-node checks only: the summary is the validated parse's,
+    and nodes built after it (a fix's codemod) are checked again."""
+    import libcst as cst
+
+    from dynacheck.static import summary as summary_module
+
+    fixtures = sorted((Path(__file__).parent / "fixtures").rglob("*.py"))
+    assert len(fixtures) > 20
+    texts = [SOURCE] + [p.read_text(encoding="utf-8", errors="replace") for p in fixtures]
+    fast = [_plain(summarize(text, "pkg.mod", "mod.py", False)) for text in texts]
+    monkeypatch.setattr(summary_module, "parse_unvalidated", cst.parse_module)
+    assert fast == [_plain(summarize(text, "pkg.mod", "mod.py", False)) for text in texts]
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")  # validation is back
+
+
+def test_validation_is_restored_when_the_parse_fails():
+    import libcst as cst
+
+    from dynacheck.static.summary import parse_unvalidated
+
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_unvalidated("def (:\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from dynacheck.static.lazy_bodies import bodies_naming, headers_only
+from dynacheck.static.summary import parse_unvalidated
 
 OP_REGISTRARS = ("register_custom_op",)
 REAL_REGISTRARS = ("custom_op",)  # torch.library.custom_op: already a real op in this version
@@ -167,9 +168,10 @@ def _returned_names(factory: cst.FunctionDef) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=8)
 def _parsed(text: str) -> cst.Module | None:
-    """One libcst parse per file text, shared by the three readers (ops, signatures, their texts)."""
+    """One libcst parse per file text, shared by the three readers (ops, signatures, their texts);
+    read only, so without libcst's node checks (summary.parse_unvalidated)."""
     try:
-        return cst.parse_module(text)
+        return parse_unvalidated(text)
     except (cst.ParserSyntaxError, RecursionError):
         return None
 

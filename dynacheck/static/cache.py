@@ -62,7 +62,8 @@ class SummaryCache:
         self.rejected = 0  # entries present but not trusted or not readable: rebuilt
         self._deferring: dict[str, ModuleSummary] = {}  # key -> a summary with bodies still deferred
 
-    def summary(self, path: Path, module: str, is_package: bool, data: bytes) -> ModuleSummary:
+    def summary(self, path: Path, module: str, is_package: bool, data: bytes, prefetch=None) -> ModuleSummary:
+        """`prefetch` (prefetch.Prefetch): a second core that may have summarized it already."""
         key = self._key(module, is_package, data)
         cached = self._load(key)
         if cached is not None:
@@ -74,7 +75,12 @@ class SummaryCache:
             return cached
         self.parsed += 1
         source = decode_source(data)
-        summary = summarize(source, module, str(path), is_package)
+        summary = prefetch.take_module(module, data) if prefetch is not None else None
+        if summary is not None and summary.is_package == is_package:
+            summary.path = str(path)
+            summary.attach_source(source)
+        else:
+            summary = summarize(source, module, str(path), is_package)
         self._store(key, summary)
         if summary.pending:
             self._deferring[key] = summary

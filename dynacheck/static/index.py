@@ -37,6 +37,7 @@ class Index:
         self._modules: dict[str, ModuleSummary | None] = {}
         self._headers: dict[str, set[str]] | None = None
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.prefetch = None  # prefetch.Prefetch of a single scan: a second core summarizes ahead
 
     # ----- modules -----------------------------------------------------------------------------
 
@@ -68,7 +69,11 @@ class Index:
         except OSError as exc:
             self.problems.append(Problem("unreadable", str(path), exc.strerror or str(exc)))
             return None
-        summary = self.cache.summary(path, name, self.locator.is_package(name), data)
+        if self.prefetch is None:
+            summary = self.cache.summary(path, name, self.locator.is_package(name), data)
+        else:
+            summary = self.cache.summary(path, name, self.locator.is_package(name), data, self.prefetch)
+            self.prefetch.after_module(summary)
         if summary.error:
             kind = ("too_deep" if summary.error.startswith("NestingError")
                     else "too_large" if summary.error.startswith("LineTooLong") else "syntax_error")

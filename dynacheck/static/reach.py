@@ -82,6 +82,7 @@ class Reacher:
         self.ev = evaluator
         self.bd = boundaries
         self.is_hazard = is_hazard  # (kind "call"|"method", name) -> a rule matches
+        self._prefetch = evaluator.index.prefetch  # told what the walk has queued (prefetch.py)
 
     def walk(self, entries: list[Value]) -> Walk:
         """Breadth-first, unconditional edges first: every node reachable on the deployment as given
@@ -335,6 +336,8 @@ class Reacher:
             return
         result.nodes[key] = edge
         (self._deferred if edge.conditional else queue).append(key)
+        if self._prefetch is not None:
+            self._prefetch.queued(key.module, key.qualname)
 
     def _constant_arguments(self, func: Value, call: CallSite) -> tuple:
         """Parameters the callee branches on, bound to the constants this call passes (or their

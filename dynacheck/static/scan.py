@@ -28,6 +28,7 @@ from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.findings import FindingBuilder
 from dynacheck.static.first_break import first_break
 from dynacheck.static.index import Index
+from dynacheck.static.prefetch import Prefetch
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
 from dynacheck.static.fullgraph import apply as apply_fullgraph
@@ -81,18 +82,23 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     """
     collecting = gc.isenabled()
     gc.disable()
+    own = session is None
+    if own:
+        session = ScanSession.open(targets, cache_dir, progress, prefetch=True)
     try:
         return _scan_targets(targets, entries, preset, cache_dir=cache_dir, progress=progress, observer=observer,
-                             deployment=deployment, fullgraph=fullgraph, session=session, reuse=reuse)
+                             deployment=deployment, fullgraph=fullgraph, session=session, reuse=reuse, single=own)
     finally:
+        if own:
+            session.close()
         if collecting:
             gc.enable()
 
 
 def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None, *,
                   cache_dir: Path | None, progress: Progress | None, observer: dict | None,
-                  deployment: DeploymentSpec | None, fullgraph: bool, session: "ScanSession | None",
-                  reuse: bool) -> ScanResult:
+                  deployment: DeploymentSpec | None, fullgraph: bool, session: "ScanSession",
+                  reuse: bool, single: bool) -> ScanResult:
     started = time.perf_counter()
     all_entries = list(entries)
     if preset:
@@ -100,9 +106,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if not all_entries:
         raise UserError("No entry to start from.", "Pass --entry module.path:Class.method or --preset glm5.")
     catalog = load_catalog()
-    single = session is None and observer is None  # a census or a benchmark's cold run walks every time
-    if session is None:
-        session = ScanSession.open(targets, cache_dir, progress)
+    single = single and observer is None  # a census or a benchmark's cold run walks every time
     problems: list[Problem] = session.problems
     locator, cache, index = session.locator, session.cache, session.index
     spec = _merged_spec(preset, deployment)
@@ -151,6 +155,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
 
     if observer is not None:
         observer["parsed_files"] = [m.path for m in index.loaded() if not Path(m.path).is_dir()]
+        observer["prefetched"] = index.prefetch.taken if index.prefetch is not None else 0
     use_disk_cache(cache)  # the op declarations the fixes read: parsed once per file version, like summaries
     builder = session.finding_builder(catalog)
     findings = builder.build(walk, entry_of)
@@ -247,14 +252,24 @@ class ScanSession:
 
     @classmethod
     def open(cls, targets: Sequence[Target], cache_dir: Path | None = None,
-             progress: Progress | None = None) -> "ScanSession":
+             progress: Progress | None = None, prefetch: bool = False) -> "ScanSession":
+        """`prefetch`: a second core summarizes what the walk is likely to read next (prefetch.py);
+        for a single scan, not for a census, whose processes use the cores already."""
         problems: list[Problem] = []
         locator = ModuleLocator(targets)
         cache = (_CountingCache if progress else SummaryCache)(cache_dir if cache_dir is not None
                                                                else default_cache_dir())
         if progress:
             cache.progress = progress
-        return cls(locator, cache, Index(locator, cache, problems), problems)
+        index = Index(locator, cache, problems)
+        if prefetch:
+            index.prefetch = Prefetch.for_scan(locator)
+        return cls(locator, cache, index, problems)
+
+    def close(self) -> None:
+        """Stop the prefetch worker, if one was started."""
+        if self.index.prefetch is not None:
+            self.index.prefetch.close()
 
 
 def _merged_spec(preset: str | None, given: DeploymentSpec | None) -> DeploymentSpec:
@@ -302,8 +317,8 @@ class _CountingCache(SummaryCache):
 
     progress: Progress | None = None
 
-    def summary(self, path, module, is_package, data):  # type: ignore[override]
-        summary = super().summary(path, module, is_package, data)
+    def summary(self, path, module, is_package, data, prefetch=None):  # type: ignore[override]
+        summary = super().summary(path, module, is_package, data, prefetch)
         read = self.parsed + self.hits
         if self.progress is not None and read % 5 == 0:
             self.progress(f"walking: {read} files read ({self.parsed} parsed, {self.hits} from cache)")
