@@ -132,7 +132,7 @@ class SummaryCache:
         collecting = gc.isenabled()
         gc.disable()  # a summary is tens of thousands of small tuples: the cycle collector would rescan them
         try:
-            return _SummaryUnpickler(io.BytesIO(payload)).load()
+            return SummaryUnpickler(io.BytesIO(payload)).load()
         except Exception:  # noqa: BLE001 - a signed entry from an older build: rebuild it
             self.rejected += 1
             return None
@@ -163,7 +163,7 @@ def decode_source(data: bytes) -> str:
     return data.decode("utf-8-sig", errors="replace")
 
 
-class _SummaryUnpickler(pickle.Unpickler):
+class SummaryUnpickler(pickle.Unpickler):
     """Admits the summary dataclasses and sets, nothing else (second line of defence after the signature)."""
 
     def find_class(self, module: str, name: str):

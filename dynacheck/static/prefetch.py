@@ -31,6 +31,7 @@ import tempfile
 from typing import Iterable
 
 from dynacheck.static import lazy_bodies
+from dynacheck.static.cache import SummaryUnpickler
 from dynacheck.static.summary import ModuleSummary, summarize, summarize_body
 
 WAIT_SECONDS = 30.0  # the longest a take waits for the item the worker is on (a huge file)
@@ -159,7 +160,8 @@ class Prefetch:
             self._folder = tempfile.mkdtemp(prefix="dynacheck-prefetch-")
             self._inbox, self._outbox = context.Queue(), context.Queue()  # puts never block the walk
             self._worker = context.Process(target=_serve, name="dynacheck-prefetch", daemon=True,
-                                           args=(self._inbox, self._outbox, self.locator, self._folder))
+                                           args=(self._inbox, self._outbox, self.locator, self._folder,
+                                                 os.getpid()))
             self._worker.start()
         except (OSError, ValueError):  # no fork, no processes left: scan without help
             self.failed, self._worker = True, None
@@ -214,12 +216,13 @@ class Prefetch:
             self.failed = True
 
     def _read(self, number: int | None):
-        """A result the worker wrote (results go through files, so those never asked for cost nothing)."""
+        """A result the worker wrote (results go through files, so those never asked for cost nothing),
+        in this scan's own 0700 folder."""
         if number is None:
             return None
         try:
             with open(os.path.join(self._folder, f"{number}.pickle"), "rb") as handle:
-                return pickle.load(handle)
+                return SummaryUnpickler(handle).load()  # summary classes only, as for the cache
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
             return None
 
@@ -240,10 +243,10 @@ class Prefetch:
 # ----- the worker process --------------------------------------------------------------------------
 
 
-def _serve(inbox, outbox, locator, folder: str) -> None:
-    """Summarize hinted modules and bodies, the most recent hint first, until the scan closes it."""
+def _serve(inbox, outbox, locator, folder: str, parent: int) -> None:
+    """Summarize hinted modules and bodies, the most recent hint first, until the scan closes it.
+    `parent` is the scan's pid, taken before the fork (the scan may be gone before this starts)."""
     done = _Results(outbox, folder)
-    parent = os.getppid()
     queued: collections.deque[tuple] = collections.deque()
     urgent: list[tuple] = []
     later: list[tuple] = []
