@@ -328,3 +328,23 @@ def test_a_census_file_gives_back_the_deployments_it_was_walked_on():
     assert deployments_from_census({"deployments": records}) == default_deployments()
     with pytest.raises(UserError):
         deployments_from_census({"deployments": []})
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_a_checkpoint_format_walked_as_a_fork_has_the_cells_of_a_fresh_walk(pinned_targets, tmp_path):
+    """fp8 and nvfp4 on sm100 walked after bf16 on sm90 (one chain: each evaluator forked from the one
+    before, keeping what read neither the GPU nor the quantization) against each walked alone."""
+    from dynacheck.census.run import _tasks, run_census
+
+    models = ["LlamaForCausalLM", "DeepseekV3ForCausalLM", "GlmMoeDsaForCausalLM"]
+    chain = [d for d in default_deployments() if d.name in ("bf16/sm90", "fp8/sm100", "nvfp4/sm100")]
+    assert len(_tasks(chain, ["e"], {"e": chain})) == 1  # one family: a single chain of forks
+    forked = run_census(pinned_targets, chain, cache_dir=tmp_path, jobs=1, models=models)
+    for deployment in chain[1:]:
+        alone = run_census(pinned_targets, [deployment], cache_dir=tmp_path, jobs=1, models=models)
+        on = [c for c in forked.cells if c["deployment"] == deployment.name]
+        assert len(on) == len(models) and on == alone.cells
+    strip = lambda name: [{k: v for k, v in c.items() if k != "deployment"}  # noqa: E731
+                          for c in forked.cells if c["deployment"] == name]
+    assert strip("fp8/sm100") != strip("nvfp4/sm100")  # the format decides something

@@ -1,6 +1,6 @@
-"""An evaluator forked for another GPU (the census walks sm90, sm100 and sm120 of one checkpoint
-format as forks of one evaluator): it keeps only what it memoized without reading the GPU, and a
-scan with it finds what a scan with a fresh evaluator finds."""
+"""An evaluator forked for another GPU or checkpoint format (the census walks bf16, fp8, nvfp4 and
+mxfp4 on sm90, sm100 and sm120 as forks of one evaluator): it keeps only what it memoized without
+reading the facts that differ, and a scan with it finds what a scan with a fresh evaluator finds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dynacheck.deploy.build import DeploymentSpec
-from dynacheck.deploy.facts import GPU_FACT, Deployment
+from dynacheck.deploy.facts import GPU_FACT, QUANT_FACT, Deployment
 from dynacheck.sources.resolve import resolve_target
 from dynacheck.static.scan import ScanSession, scan_roots, scan_targets
 
@@ -58,16 +58,69 @@ def test_the_fork_keeps_what_read_no_gpu_fact_and_drops_the_rest(scan_cache):
 
 def test_a_fork_that_kept_what_read_the_gpu_would_answer_for_the_old_one(scan_cache, monkeypatch):
     """The control: the recorded reads are what make the fork right."""
-    monkeypatch.setattr(Deployment, "gpu_difference", lambda self, other: 0)
+    monkeypatch.setattr(Deployment, "fork_difference", lambda self, other: 0)
     forked, _, _ = _forked(scan_cache, "sm90", "sm100")
     assert _sites(forked) == set()  # sm90's answer
 
 
-def test_only_a_deployment_that_differs_in_its_gpu_is_forked():
-    sm90 = Deployment(gpu="sm90", platform="cuda")
-    assert sm90.gpu_difference(Deployment(gpu="sm100", platform="cuda")) == GPU_FACT
-    assert sm90.gpu_difference(Deployment(gpu="sm90", platform="cuda", name="other")) == 0
-    assert sm90.gpu_difference(Deployment(gpu="sm100", platform="cuda", server_args={"tp_size": 2})) is None
-    assert sm90.gpu_difference(Deployment(gpu="sm90", platform="rocm")) is None
+def test_only_a_deployment_that_differs_in_its_gpu_or_quantization_is_forked():
+    sm90 = Deployment(gpu="sm90", platform="cuda", server_args={"quantization": None, "tp_size": 1})
+    assert sm90.fork_difference(Deployment(gpu="sm100", platform="cuda", server_args=dict(sm90.server_args))) == GPU_FACT
+    assert sm90.fork_difference(Deployment(gpu="sm90", platform="cuda", name="other",
+                                           server_args=dict(sm90.server_args))) == 0
+    fp8 = Deployment(gpu="sm100", platform="cuda", server_args={"quantization": "fp8", "tp_size": 1},
+                     quantization="fp8", server_args_given=("--quantization", "fp8"))
+    assert sm90.fork_difference(fp8) == GPU_FACT | QUANT_FACT
+    assert sm90.fork_difference(Deployment(gpu="sm100", platform="cuda", server_args={"quantization": None, "tp_size": 2})) is None
+    assert sm90.fork_difference(Deployment(gpu="sm90", platform="rocm", server_args=dict(sm90.server_args))) is None
     # `given` (a deployment was given at all) is read by the evaluator and not recorded: it must agree
-    assert Deployment(gpu="sm90").gpu_difference(Deployment()) is None
+    assert Deployment(gpu="sm90").fork_difference(Deployment()) is None
+
+
+QUANT_ENTRY = "quantfx.model:Model.forward"
+
+
+def _quant_spec(quantization: str) -> DeploymentSpec:
+    args = f"--quantization {quantization} --tp-size 2" if quantization else "--tp-size 2"
+    return DeploymentSpec(framework=ROOT / "quantfx.toml", gpu="sm100", platform="cuda", server_args=args)
+
+
+def _quant_forked(scan_cache, chain: list[str]):
+    """Scan each checkpoint format of `chain` in turn, each with an evaluator forked from the one before."""
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    results, previous = [], None
+    for quantization in chain:
+        spec = _quant_spec(quantization)
+        session.engine(spec, fork_from=previous)
+        results.append(scan_targets(targets, [QUANT_ENTRY], None, cache_dir=scan_cache, deployment=spec,
+                                    session=session))
+        previous = spec
+    return results, session
+
+
+ON = {"": {("shared", "subprocess.run", False)},
+      "fp8": {("shared", "subprocess.run", False), ("forward", "builtins.print", False),
+              ("apply", "subprocess.check_output", False)},
+      "fp4": {("shared", "subprocess.run", False), ("apply", "builtins.print", False)}}
+
+
+@pytest.mark.parametrize("chain", [["", "fp8", "fp4"], ["fp4", "fp8", ""], ["fp8", "", "fp4"]])
+def test_a_scan_forked_across_checkpoint_formats_finds_what_a_fresh_one_finds(scan_cache, chain):
+    """The quantization is read two ways: `get_args().quantization` in a branch, and the config
+    class a `quant_config: Optional[QuantConfig]` parameter is pinned to (none for bf16)."""
+    fresh = [_sites(scan_roots([ROOT], [QUANT_ENTRY], cache_dir=scan_cache, deployment=_quant_spec(q)))
+             for q in chain]
+    assert fresh == [ON[q] for q in chain]
+    forked, session = _quant_forked(scan_cache, chain)
+    assert [_sites(r) for r in forked] == fresh
+    evaluator = session.engine(_quant_spec(chain[-1]))[1]
+    kept = [k for k, v in evaluator.partial._memo.items() if not v[-1] & QUANT_FACT]
+    assert kept  # the fork kept what read no quantization (the `tp_size` branch of `shared`)
+
+
+def test_a_fork_that_kept_what_read_the_quantization_would_answer_for_the_old_format(scan_cache, monkeypatch):
+    """The control: without the recorded reads, fp8 forked from bf16 answers bf16's branch and layer method."""
+    monkeypatch.setattr(Deployment, "fork_difference", lambda self, other: 0)
+    forked, _ = _quant_forked(scan_cache, ["", "fp8"])
+    assert _sites(forked[1]) != ON["fp8"]

@@ -31,6 +31,11 @@ class CensusDeployment:
         return DeploymentSpec(server_args=self.server_args or None, gpu=self.gpu or None,
                               platform=self.platform or None, env=dict(self.env))
 
+    def family(self) -> tuple:
+        """What the deployment shares with those a census walks as forks of one evaluator: all but
+        its GPU and its checkpoint format (ScanSession.engine, facts.fork_difference)."""
+        return (" ".join(_without_quantization(self.server_args.split())), self.platform, self.env)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "server_args": self.server_args, "gpu": self.gpu,
                 "platform": self.platform, "env": dict(self.env)}
@@ -44,6 +49,18 @@ def _quantization(args: str) -> str:
         if token.startswith("--quantization="):
             return token.split("=", 1)[1]
     return ""
+
+
+def _without_quantization(tokens: list[str]) -> list[str]:
+    out, skip = [], False
+    for token in tokens:
+        if skip:
+            skip = False
+        elif token == "--quantization":
+            skip = True
+        elif not token.startswith("--quantization="):
+            out.append(token)
+    return out
 
 
 def _from_data(data: dict[str, Any], where: str) -> list[CensusDeployment]:

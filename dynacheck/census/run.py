@@ -175,7 +175,7 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
     of once each. The last chain is halved too, so that the workers finish together."""
     chains: dict[tuple, list[CensusDeployment]] = {}
     for deployment in deployments:
-        chains.setdefault((deployment.server_args, deployment.platform, deployment.env), []).append(deployment)
+        chains.setdefault(deployment.family(), []).append(deployment)
     tasks = []
     for chain in chains.values():
         walks = [[e for e in entries if d in wanted[e]] for d in chain]

@@ -13,12 +13,15 @@ from typing import Any
 UNKNOWN = object()  # a fact the deployment does not fix
 
 # The facts whose reads the evaluator's memo entries record (a bit each): the GPU's compute
-# capability only, the one fact that tells apart the deployments a census walks as forks of one
-# evaluator (sm90 / sm100 / sm120 of one checkpoint format).
+# capability and the checkpoint's quantization, the two facts that tell apart the deployments a
+# census walks as forks of one evaluator (bf16 / fp8 / nvfp4 / mxfp4 x sm90 / sm100 / sm120).
 GPU_FACT = 1
+QUANT_FACT = 2  # the --quantization server arg, and the config class it pins (type_pins)
 ALL_FACTS = -1  # what a computation cut short may have read
 GPU_PROBES = frozenset({"torch.cuda.get_device_capability"})
-_GPU_FIELDS = ("name", "gpu", "refused", "type_pins")  # type_pins: set from the quantization, equal here
+QUANT_ARGS = frozenset({"quantization"})  # server-args fields read through QUANT_FACT, not the object
+_FREE_FIELDS = ("name", "gpu", "refused")  # not read by the evaluator, or read through a fact bit
+_QUANT_FIELDS = ("quantization", "type_pins", "server_args_given", "server_args")  # compared below
 
 # Compute capability per --gpu name (the major decides SGLang's is_sm*_supported helpers).
 GPU_CAPABILITY = {
@@ -105,16 +108,24 @@ class Deployment:
             return self.env[name]
         return default if self.env_complete else UNKNOWN
 
-    def gpu_difference(self, other: "Deployment") -> int | None:
-        """The facts (GPU_FACT) `other` differs in when it differs from this deployment in its GPU
-        at most, else None: an evaluator of this one can then be forked for `other`."""
+    def fork_difference(self, other: "Deployment") -> int | None:
+        """The facts (GPU_FACT, QUANT_FACT) `other` differs in when it differs from this deployment
+        in its GPU and checkpoint format at most, else None: an evaluator of this one can then be
+        forked for `other`."""
         if self.given != other.given:  # read by the evaluator, and made of the name and GPU too
             return None
         for name in self.__dataclass_fields__:
-            if name not in _GPU_FIELDS and getattr(self, name) != getattr(other, name):
+            if name not in _FREE_FIELDS + _QUANT_FIELDS and getattr(self, name) != getattr(other, name):
                 return None
-        return GPU_FACT if self.external_call("torch.cuda.get_device_capability") != \
+        if _without(self.server_args, QUANT_ARGS) != _without(other.server_args, QUANT_ARGS):
+            return None
+        dirty = GPU_FACT if self.external_call("torch.cuda.get_device_capability") != \
             other.external_call("torch.cuda.get_device_capability") else 0
+        # type_pins follow from the quantization (pinned after the fork: not compared)
+        if (self.quantization, {k: self.server_args.get(k) for k in QUANT_ARGS}) != \
+                (other.quantization, {k: other.server_args.get(k) for k in QUANT_ARGS}):
+            dirty |= QUANT_FACT
+        return dirty
 
     def to_dict(self) -> dict[str, Any]:
         """The facts the scan used, for the JSON output and the report header."""
@@ -137,3 +148,7 @@ class Deployment:
         if self.derived:
             out["derived_server_args"] = dict(self.derived)
         return out
+
+
+def _without(table: dict[str, Any], keys: frozenset) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k not in keys}

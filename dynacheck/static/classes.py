@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 from dynacheck import model as m
+from dynacheck.deploy.facts import QUANT_FACT
 from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.value_types import (MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe, evolve,
                                           receiver_key)
@@ -194,7 +195,10 @@ class ClassModel:
 
     def pinned(self, cls: Value) -> list[Value]:
         """The deployment's concrete class for an annotated base class, as an instance; [] if none."""
-        target = self.pins.get(f"{cls.module}:{cls.name}")
+        key = f"{cls.module}:{cls.name}"
+        if key == self.quant_base:
+            self.partial.reads |= QUANT_FACT
+        target = self.pins.get(key)
         if not target:
             return []
         module, _, qualname = target.partition(":")

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from dynacheck.deploy.facts import ALL_FACTS, GPU_FACT, GPU_PROBES
+from dynacheck.deploy.facts import ALL_FACTS, GPU_FACT, GPU_PROBES, QUANT_ARGS, QUANT_FACT
 from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
 from dynacheck.deploy.facts import Deployment
 from dynacheck.model import Condition
@@ -376,7 +376,7 @@ class PartialEvaluator:
         for b in base.values:
             for i in index.values:
                 try:
-                    outs.add(b[i] if not isinstance(b, Obj) else b.get(i))
+                    outs.add(b[i] if not isinstance(b, Obj) else self._field(b, i))
                 except Exception:  # noqa: BLE001 - an index that fails is not a value
                     return unknown(*base.opens)
         return known(*outs, opens=base.opens)
@@ -503,7 +503,10 @@ class PartialEvaluator:
 
     def _object(self, kind: str) -> Obj | None:
         if kind == "server_args" and self.dep.server_args:
-            return Obj(kind, tuple(sorted(self.dep.server_args.items(), key=lambda kv: kv[0])))
+            # the quantization is read through its fact bit (_field), not held in the object: the
+            # object is then the same for every checkpoint format, and a census forks across them
+            return Obj(kind, tuple(sorted(((k, v) for k, v in self.dep.server_args.items() if k not in QUANT_ARGS),
+                                          key=lambda kv: kv[0])))
         if kind == "model_config" and self.dep.model_config:
             fields = tuple(sorted(((k, _freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
             return Obj(kind, fields)
@@ -658,9 +661,16 @@ class PartialEvaluator:
             outs.append(self._member(value, expr[2], scope, depth))
         return merge(outs)
 
+    def _field(self, obj: Obj, name: Any) -> Any:
+        """A deployment object's field; the server args' quantization through its fact bit."""
+        if obj.kind == "server_args" and name in QUANT_ARGS:
+            self.reads |= QUANT_FACT
+            return self.dep.server_args.get(name, FACT_UNKNOWN)
+        return obj.get(name)
+
     def _member(self, value: Any, attr: str, scope: Scope, depth: int) -> Known:
         if isinstance(value, Obj):
-            got = value.get(attr)
+            got = self._field(value, attr)
             if got is FACT_UNKNOWN:
                 if value.kind == "traced_batch":
                     return unknown()  # a runtime value of the batch, as before the batch had facts

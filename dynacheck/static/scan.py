@@ -206,15 +206,16 @@ class ScanSession:
         the evaluator learns (module flags, server-args getters, quant pins, decorator effects,
         guard truths) holds for all of them. A few deployments are kept, least recently used out.
 
-        With `fork_from` (a deployment whose engine is kept, differing from this one in its GPU at
-        most), the new evaluator starts with what that one memoized without reading the GPU."""
+        With `fork_from` (a deployment whose engine is kept, differing from this one in its GPU and
+        checkpoint format at most), the new evaluator starts with what that one memoized without
+        reading the facts they differ in."""
         key = repr(spec)
         if key in self._engines:
             self._engines[key] = self._engines.pop(key)
             return self._engines[key]
         facts = build_deployment(spec, self.locator, self.cache)
         parent = self._engines.get(repr(fork_from)) if fork_from is not None else None
-        dirty = parent[0].gpu_difference(facts) if parent is not None else None
+        dirty = parent[0].fork_difference(facts) if parent is not None else None
         if parent is not None and dirty is not None:
             evaluator = parent[1].fork(facts, dirty)
             pin_quantization(facts, evaluator, self.locator)

@@ -41,6 +41,9 @@ class Evaluator(ClassModel):
         self.index = index
         self.partial = PartialEvaluator(self, deployment)
         self.pins = dict(self.partial.dep.type_pins)  # "module:Base" -> "module:Concrete"
+        # the class the checkpoint's quantization pins (pin_quantization), pinned or not: asking
+        # for it reads the quantization (facts.QUANT_FACT), also where nothing is pinned (bf16)
+        self.quant_base = str(self.partial.dep.framework.get("quantization_base", ""))
         # memo tables: key -> (values, the deployment facts their computation read; see fork)
         self._returns: dict[tuple, tuple[tuple[Value, ...], int]] = {}
         self._attrs: dict[tuple, tuple[tuple[Value, ...], int]] = {}
@@ -166,7 +169,7 @@ class Evaluator(ClassModel):
                 if name in fn.annotations:
                     return self._annotated(fn.annotations[name], current, depth)
                 if name in fn.param_types:
-                    if self.pins:
+                    if self.pins or self.quant_base:  # pinned() records the quantization read
                         pinned = self._pinned_param(fn.param_types[name], current, depth)
                         if pinned != [UNKNOWN]:
                             return pinned
