@@ -101,14 +101,15 @@ def _quant_forked(scan_cache, chain: list[str]):
 
 ON = {"": {("shared", "subprocess.run", False)},
       "fp8": {("shared", "subprocess.run", False), ("forward", "builtins.print", False),
-              ("apply", "subprocess.check_output", False)},
+              ("apply", "subprocess.check_output", False), ("forward", "a tensor", False)},
       "fp4": {("shared", "subprocess.run", False), ("apply", "builtins.print", False)}}
 
 
 @pytest.mark.parametrize("chain", [["", "fp8", "fp4"], ["fp4", "fp8", ""], ["fp8", "", "fp4"]])
 def test_a_scan_forked_across_checkpoint_formats_finds_what_a_fresh_one_finds(scan_cache, chain):
     """The quantization is read two ways: `get_args().quantization` in a branch, and the config
-    class a `quant_config: Optional[QuantConfig]` parameter is pinned to (none for bf16)."""
+    class a `quant_config: Optional[QuantConfig]` parameter is pinned to (none for bf16), which
+    also decides a value hazard in the same `forward` (its tensor hazards are forked too)."""
     fresh = [_sites(scan_roots([ROOT], [QUANT_ENTRY], cache_dir=scan_cache, deployment=_quant_spec(q)))
              for q in chain]
     assert fresh == [ON[q] for q in chain]
@@ -124,3 +125,18 @@ def test_a_fork_that_kept_what_read_the_quantization_would_answer_for_the_old_fo
     monkeypatch.setattr(Deployment, "fork_difference", lambda self, other: 0)
     forked, _ = _quant_forked(scan_cache, ["", "fp8"])
     assert _sites(forked[1]) != ON["fp8"]
+
+
+def test_tensor_hazards_kept_by_a_fork_read_no_fact_it_changed(scan_cache, monkeypatch):
+    """The control for the value hazards: a fork that kept every TensorHazards entry would carry
+    bf16's `forward` (`limit` a float) into fp8, where `limit` is a tensor."""
+    from dynacheck.static import tensors
+
+    def keep_all(self, evaluator, compile_time, dirty):
+        child = tensors.TensorHazards(evaluator, self.breaks_at, compile_time)
+        child._returns, child._evals, child._nodes = dict(self._returns), dict(self._evals), dict(self._nodes)
+        return child
+
+    monkeypatch.setattr(tensors.TensorHazards, "fork", keep_all)
+    forked, _ = _quant_forked(scan_cache, ["", "fp8"])
+    assert ("forward", "a tensor", False) not in _sites(forked[1])

@@ -117,9 +117,10 @@ def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
 
 
 def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list[list[tuple[str, dict[str, Any] | str]]]:
-    """Every forward on each deployment of a chain (deployments that differ in their GPU only), in
-    order; a failure is a reason string, never a crash. Each deployment's evaluator is forked from
-    the one walked before it (ScanSession.engine), and all are let go at the end."""
+    """Every forward on each deployment of a chain (deployments that differ in their GPU and
+    checkpoint format only), in order; a failure is a reason string, never a crash. Each
+    deployment's evaluator is forked from the one walked before it (ScanSession.engine), and all
+    are let go at the end."""
     session = _WORKER["session"]
     out, walked = [], None
     try:
@@ -165,14 +166,15 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str],
 
 def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
            wanted: dict[str, list[CensusDeployment]]) -> list[tuple[list[CensusDeployment], list[list[str]]]]:
-    """The census's units of work: chains of deployments that differ in their GPU only (one
-    evaluator per chain, forked from one deployment to the next: ScanSession.engine), each with
-    its forwards in one fixed order. A task's evaluators live in one process and see the same scans
-    whatever the number of jobs, so the cells do not depend on it.
+    """The census's units of work: chains of deployments that differ in their GPU and checkpoint
+    format only (CensusDeployment.family: one evaluator per chain, forked from one deployment to
+    the next: ScanSession.engine), each with its forwards in one fixed order. A task's evaluators
+    live in one process and see the same scans whatever the number of jobs, so the cells do not
+    depend on it.
 
-    The first chain is walked in two fixed halves of its forwards, each with evaluators of its own:
-    two workers then start on different forwards and parse the sources once between them instead
-    of once each. The last chain is halved too, so that the workers finish together."""
+    The first and the last chains (the default matrix is one) are walked in two fixed halves of
+    their forwards, each with evaluators of its own, so that two workers start on different
+    forwards and finish together."""
     chains: dict[tuple, list[CensusDeployment]] = {}
     for deployment in deployments:
         chains.setdefault(deployment.family(), []).append(deployment)

@@ -134,10 +134,9 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         rule = catalog.match_call(name)
         return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)
 
-    hazards = evaluator.sites.get(("tensor-hazards",))  # one per deployment: what it learns holds for every scan
+    hazards = evaluator.sites.get(TENSOR_HAZARDS)  # one per deployment: what it learns holds for every scan
     if hazards is None:
-        hazards = evaluator.sites[("tensor-hazards",)] = TensorHazards(evaluator, breaks_at,
-                                                                        boundaries.compile_time_value)
+        hazards = evaluator.sites[TENSOR_HAZARDS] = TensorHazards(evaluator, breaks_at, boundaries.compile_time_value)
     value_hits = hazards.hits(walk)
     # `.tolist()` on a tensor known to hold integers is DC119 (GB0033), not the float case DC051
     ints = {(h.at, h.call.line) for h in value_hits if h.boundary == INT_TOLIST}
@@ -183,6 +182,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     return result
 
 
+TENSOR_HAZARDS = ("tensor-hazards",)  # the deployment's TensorHazards, in its evaluator's `sites`
 MAX_ENGINES = 16  # deployments whose evaluators a session keeps (a census has 12 by default)
 
 
@@ -220,6 +220,9 @@ class ScanSession:
             evaluator = parent[1].fork(facts, dirty)
             pin_quantization(facts, evaluator, self.locator)
             boundaries = parent[2].fork(evaluator, dirty)
+            hazards = parent[1].sites.get(TENSOR_HAZARDS)
+            if hazards is not None:
+                evaluator.sites[TENSOR_HAZARDS] = hazards.fork(evaluator, boundaries.compile_time_value, dirty)
         else:
             evaluator = Evaluator(self.index, facts)
             pin_quantization(facts, evaluator, self.locator)

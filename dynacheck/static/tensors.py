@@ -70,13 +70,27 @@ class _Env:
     seeds: set[str]
     depth: int = 0
     facts: dict[tuple[str, str], bool] = field(default_factory=dict)  # (fact, name) -> value
+    partial: object = None  # the evaluator's partial evaluator: its `reads` (deployment facts read)
+    reads: int = 0  # every deployment fact any decision of this environment read (facts.GPU_FACT...)
 
     def decide(self, fact: str, name: str, test: Callable[[Expr], bool]) -> bool:
+        """A decision reads what the evaluator reads for it; the environment keeps them all, and a
+        decision taken from it adds them all to the computation that asked (a fork keeps an
+        environment only when none is a fact the deployments differ in: TensorHazards.fork)."""
         key = (fact, name)
+        partial = self.partial
         if key not in self.facts:
             self.facts[key] = False  # recursion guard
-            values = self.scope.function.assigns.get(name, ())
-            self.facts[key] = any(test(v) for v in values if isinstance(v, tuple))
+            saved, partial.reads = partial.reads, 0
+            try:
+                values = self.scope.function.assigns.get(name, ())
+                self.facts[key] = any(test(v) for v in values if isinstance(v, tuple))
+            finally:
+                got = partial.reads
+                self.reads |= got
+                partial.reads = got | saved
+        else:
+            partial.reads |= self.reads
         return self.facts[key]
 
 
@@ -88,10 +102,24 @@ class TensorHazards:
         self.ev = evaluator
         self.breaks_at = breaks_at  # external callable name -> a graph-break rule matches it
         self.compile_time = compile_time  # a test's value under Dynamo when known (is_compiling()), else None
-        self._returns: dict[tuple, bool] = {}
-        self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values)
-        self._nodes: dict[tuple, tuple] = {}  # (id(scope), seeds) -> (scope, its environment, its hits)
+        # memo tables; each entry keeps the deployment facts its computation read, last (see fork)
+        self._returns: dict[tuple, tuple[bool, int]] = {}
+        self._evals: dict[tuple, tuple] = {}  # (id(scope), expr) -> (scope kept alive, values, reads)
+        self._nodes: dict[tuple, tuple] = {}  # (id(scope), seeds) -> (scope, its environment, its hits, reads)
         self._seed_sets: dict[tuple, tuple] = {}  # (id(function), its callers' (id(env), line)) -> seeds
+
+    def fork(self, evaluator: Evaluator, compile_time, dirty: int) -> "TensorHazards":
+        """These hazards for a forked evaluator (Evaluator.fork: the census walks each deployment of
+        a chain with a fork of the one before): the entries whose computation, and whose environment's
+        decisions, read no fact in `dirty`. Scopes are the forked evaluator's too, so ids still name them.
+        Seed sets are keyed by environments and not kept."""
+        child = TensorHazards(evaluator, self.breaks_at, compile_time)
+        child._returns = {k: v for k, v in self._returns.items() if not v[1] & dirty}
+        child._evals = {k: v for k, v in self._evals.items() if not v[2] & dirty}
+        child._nodes = {k: v for k, v in self._nodes.items() if not (v[3] | v[1].reads) & dirty}
+        for _, env, _, _ in child._nodes.values():
+            env.partial = evaluator.partial
+        return child
 
     def hits(self, walk: Walk) -> list[Hit]:
         """A function's hazards depend on its scope and which of its parameters hold tensors only, so
@@ -108,8 +136,12 @@ class TensorHazards:
             memo = (id(scope), frozenset(seeds))
             cached = self._nodes.get(memo)
             if cached is None or cached[0] is not scope:
+                saved = self.ev.reads_begin()
                 env = self.environment(scope, seeds)
-                cached = self._nodes[memo] = (scope, env, self._hazards(key, env))
+                found_here = self._hazards(key, env)
+                cached = self._nodes[memo] = (scope, env, found_here, self.ev.reads_end(saved))
+            else:
+                self.ev.partial.reads |= cached[3] | cached[1].reads
             envs[key] = cached[1]
             found.extend(hit if hit.at == key else evolve(hit, at=key) for hit in cached[2])
         return found
@@ -121,11 +153,15 @@ class TensorHazards:
         key = (id(scope), expr)
         found = self._evals.get(key)
         if found is None:
-            found = self._evals[key] = (scope, self.ev.eval(expr, scope)[:4])
+            saved = self.ev.reads_begin()
+            values = self.ev.eval(expr, scope)[:4]
+            found = self._evals[key] = (scope, values, self.ev.reads_end(saved))
+        else:
+            self.ev.partial.reads |= found[2]
         return found[1]
 
     def environment(self, scope: Scope, seeds: set[str], depth: int = 0) -> _Env:
-        return _Env(scope, set(seeds), depth)
+        return _Env(scope, set(seeds), depth, partial=self.ev.partial)
 
     def is_tensor(self, expr: Expr, env: _Env, depth: int = 0) -> bool:
         kind = expr[0] if expr else "?"
@@ -202,13 +238,17 @@ class TensorHazards:
         seeds = {p for p, a in zip(params, args) if self.is_tensor(a, env, depth)} | _annotated(fn)
         key = (func.key(), frozenset(seeds))
         if key not in self._returns:
-            self._returns[key] = False  # recursion guard
+            self._returns[key] = (False, 0)  # recursion guard
+            saved = self.ev.reads_begin()
             inner = self.environment(scope, seeds, depth)
             # a function that also returns tuples (state bundles) is not taken as returning a tensor:
             # unpacking its result would otherwise make every element a tensor
-            self._returns[key] = (not any(r and r[0] == "q" for r in fn.returns)
-                                  and any(self.is_tensor(r, inner, depth) for r in fn.returns))
-        return self._returns[key]
+            answer = (not any(r and r[0] == "q" for r in fn.returns)
+                      and any(self.is_tensor(r, inner, depth) for r in fn.returns))
+            self._returns[key] = (answer, self.ev.reads_end(saved) | inner.reads)
+        else:
+            self.ev.partial.reads |= self._returns[key][1]
+        return self._returns[key][0]
 
     @staticmethod
     def _tensor_value(value: Value) -> bool:
