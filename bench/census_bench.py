@@ -48,10 +48,11 @@ print(json.dumps({"seconds": seconds, "rss_mb": own / 1024, "rss_total_mb": (own
 """
 
 
-def _run(what: str, jobs: int) -> dict:
+def _run(what: str, jobs: int, **env: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="dynacheck-census-bench-") as cache:
         out = subprocess.run([sys.executable, "-c", _CHILD, cache, what, str(jobs)], check=True,
-                             capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(Path.cwd())})
+                             capture_output=True, text=True,
+                             env=os.environ | {"PYTHONPATH": str(Path.cwd())} | env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -61,9 +62,15 @@ def main() -> int:
     parser.add_argument("--write", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    pairs = [(_run("flagship", 1), _run("census", args.jobs)) for _ in range(max(1, args.repeat))]
+    # the flagship also without its prefetch worker (one core): how much of the ratio is the
+    # flagship's own second core rather than the census
+    runs = [(_run("flagship", 1), _run("census", args.jobs), _run("flagship", 1, DYNACHECK_PREFETCH="0"))
+            for _ in range(max(1, args.repeat))]
+    pairs = [(f, c) for f, c, _ in runs]
     ratios = sorted(c["seconds"] / f["seconds"] for f, c in pairs)
     ratio = statistics.median(ratios)
+    one_core = statistics.median(c["seconds"] / f["seconds"] for _, c, f in runs)
+    alone = statistics.median(f["seconds"] for _, _, f in runs)
     flagship, census = min(pairs, key=lambda p: abs(p[1]["seconds"] / p[0]["seconds"] - ratio))
     spread = f" (runs: {', '.join(f'{r:.1f}x' for r in ratios)})" if len(ratios) > 1 else ""
     lines = [SECTION, "", f"Command: `{COMMAND}` (offline, cached wheels; Python {platform.python_version()}, "
@@ -74,6 +81,8 @@ def main() -> int:
              f"| cold census ({census['models']} model classes, {census['forwards']} distinct forwards, "
              f"{census['cells']} cells, {census['scans']} scans) | {census['seconds']:.1f} s |",
              f"| census / flagship, median of paired runs | **{ratio:.1f}x** (goal <= 3x){spread} |",
+             f"| the flagship without its prefetch worker (`DYNACHECK_PREFETCH=0`): time, census / it | "
+             f"{alone:.1f} s, {one_core:.1f}x |",
              f"| census peak RSS: main process / main + workers (upper bound) | {census['rss_mb']:.0f} MB / "
              f"**{census['rss_total_mb']:.0f} MB** (goal <= 2 GB) |", ""]
     text = "\n".join(lines)

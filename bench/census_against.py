@@ -1,0 +1,77 @@
+"""Benchmark: the census of this checkout against the census of another commit, run alternately.
+
+The shared machine's speed drifts by tens of percent between minutes, so a change to the census's
+speed is measured beside the code before it: each round runs a cold census (empty summary cache)
+then a warm one (same cache), for the other commit and then for this checkout, in fresh processes.
+
+    git worktree add /tmp/before COMMIT
+    python bench/census_against.py /tmp/before [--repeat 2] [--write bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from scan_bench import _replace_section  # bench/ is this script's folder
+
+SECTION = "## Census against the code before it, alternately on one machine"
+
+_CHILD = r"""
+import json, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import dynacheck
+assert dynacheck.__file__.startswith(sys.argv[1]), dynacheck.__file__
+from dynacheck.census.matrix import default_deployments
+from dynacheck.census.run import run_census
+from dynacheck.sources.resolve import resolve_target
+targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
+with tempfile.TemporaryDirectory() as cache:
+    times = []
+    for _ in range(2):  # cold, then warm
+        started = time.perf_counter()
+        census = run_census(targets, default_deployments(), cache_dir=Path(cache), jobs=2)
+        times.append(time.perf_counter() - started)
+print(json.dumps({"cold": times[0], "warm": times[1], "cells": len(census.cells)}))
+"""
+
+
+def _census(root: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(root)], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _commit(root: Path) -> str:
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or str(root)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("before", type=Path, help="a checkout (git worktree) of the commit to compare with")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--write", type=Path, default=None)
+    args = parser.parse_args()
+    here = Path(__file__).resolve().parent.parent
+    rounds = [(_census(args.before.resolve()), _census(here)) for _ in range(max(1, args.repeat))]
+    span = lambda runs, k: f"{min(r[k] for r in runs):.1f}-{max(r[k] for r in runs):.1f} s"  # noqa: E731
+    before, now = [b for b, _ in rounds], [n for _, n in rounds]
+    lines = [SECTION, "", f"Command: `git worktree add /tmp/before {_commit(args.before)} && python bench/census_against.py "
+             f"/tmp/before --repeat {args.repeat} --write bench/RESULTS.md` (sglang 0.5.9 + flashinfer 0.6.3, default "
+             "matrix, 2 jobs, offline; each round: the commit before, then this checkout)", "",
+             "| census | cold (empty summary cache) | warm (summary cache filled) | cells |", "| --- | --- | --- | --- |",
+             f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0]['cells']} |",
+             f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0]['cells']} |", ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        _replace_section(args.write, lines[0], text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
