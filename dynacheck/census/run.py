@@ -10,6 +10,8 @@ from __future__ import annotations
 import gc
 import os
 import time
+import shutil
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,12 +109,16 @@ def cell_record(result: ScanResult) -> dict[str, Any]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(targets: list[Target], cache_dir: Path | None) -> None:
+def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = "") -> None:
+    """`bodies`: the census's folder where its workers share deferred bodies (body_exchange.py)."""
+    from dynacheck.static.body_exchange import BodyExchange
     from dynacheck.static.scan import ScanSession
 
     gc.disable()  # a worker process only walks: see run_census
     _WORKER["targets"] = targets
     _WORKER["session"] = ScanSession.open(targets, cache_dir)
+    if bodies:
+        _WORKER["session"].cache.exchange = BodyExchange(Path(bodies))
     _WORKER["cache_dir"] = cache_dir
 
 
@@ -253,7 +259,8 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         outputs = (_walk_chain(chain, walks) for chain, walks in tasks)
         executor = None
     else:
-        executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir))
+        bodies = tempfile.mkdtemp(prefix="dynacheck-census-bodies-")
+        executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir, bodies))
         outputs = executor.map(_walk_chain, [chain for chain, _ in tasks], [walks for _, walks in tasks])
     try:
         for (chain, _), output in zip(tasks, outputs):
@@ -266,6 +273,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     finally:
         if executor is not None:
             executor.shutdown()
+            shutil.rmtree(bodies, ignore_errors=True)
     for model in registered:
         if not model.entry and not model.not_compiled:
             continue

@@ -60,6 +60,7 @@ class SummaryCache:
         self.hits = 0
         self.parsed = 0
         self.rejected = 0  # entries present but not trusted or not readable: rebuilt
+        self.exchange = None  # body_exchange.BodyExchange: a census's workers share deferred bodies
         self._deferring: dict[str, ModuleSummary] = {}  # key -> a summary with bodies still deferred
 
     def summary(self, path: Path, module: str, is_package: bool, data: bytes, prefetch=None) -> ModuleSummary:
@@ -72,6 +73,8 @@ class SummaryCache:
             if cached.pending:
                 cached.attach_source(decode_source(data))
                 self._deferring[key] = cached
+                if self.exchange is not None:
+                    cached._exchange = (self.exchange, key)
             return cached
         self.parsed += 1
         source = decode_source(data)
@@ -84,6 +87,8 @@ class SummaryCache:
         self._store(key, summary)
         if summary.pending:
             self._deferring[key] = summary
+            if self.exchange is not None:
+                summary._exchange = (self.exchange, key)
         return summary
 
     def flush(self) -> None:

@@ -132,6 +132,12 @@ class ModuleSummary:
             lines = self._lines = source.splitlines(keepends=True)
         prefetch = self.__dict__.get("_prefetch")  # a second core may have summarized it: prefetch.py
         part = prefetch.take_body(self, name, span) if prefetch is not None else None
+        exchange = self.__dict__.get("_exchange")  # another census worker may have: body_exchange.py
+        if part is None and exchange is not None:
+            part = exchange[0].take(exchange[1], name)
+            if part is None:
+                part = summarize_body(self.module, self.path, self.is_package, *lazy_bodies.chunk(lines, *span))
+                exchange[0].give(exchange[1], name, part)
         if part is None:
             _fill_body(self, name, *lazy_bodies.chunk(lines, *span))
         else:
