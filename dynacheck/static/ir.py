@@ -71,3 +71,17 @@ def render(expr: Expr) -> str:
     if kind == "not":
         return f"not {render(expr[1])}"
     return "..."
+
+
+def names_in(exprs) -> set[str]:
+    """The bare names (`("n", name)`) anywhere in these expressions."""
+    names: set[str] = set()
+    stack = list(exprs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
+                names.add(node[1])
+            else:
+                stack.extend(x for x in node if isinstance(x, tuple))
+    return names

@@ -32,10 +32,10 @@ from typing import Iterable
 
 from dynacheck.static import lazy_bodies
 from dynacheck.static.cache import SummaryUnpickler
+from dynacheck.static.ir import names_in
 from dynacheck.static.summary import ModuleSummary, summarize, summarize_body
 
 WAIT_SECONDS = 30.0  # the longest a take waits for the item the worker is on (a huge file)
-_STOP = None
 
 
 def usable_cores() -> int:
@@ -262,8 +262,6 @@ def _serve(inbox, outbox, locator, folder: str, parent: int) -> None:
                     shutil.rmtree(folder, ignore_errors=True)
                     return
                 continue
-            if message is _STOP:
-                return
             if message[0] == "hint" and message[1] == "queued":
                 queued.extend(message[2])
             elif message[0] == "hint":
@@ -355,13 +353,4 @@ def _references(summary: ModuleSummary, name: str) -> tuple[set[str], list[str]]
         if qualname == name or qualname.startswith(prefix):
             exprs.extend(klass.bases)
             exprs.extend(klass.decorators)
-    names: set[str] = set()
-    stack = exprs
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
-                names.add(node[1])
-            else:
-                stack.extend(x for x in node if isinstance(x, tuple))
-    return names, imports
+    return names_in(exprs), imports

@@ -14,6 +14,7 @@ from typing import Callable
 from dynacheck import model as m
 from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
+from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
 from dynacheck.static.partial import Obj, Ref, known_name
 from dynacheck.static.value_types import receiver_key
@@ -430,27 +431,14 @@ def _guard_names(fn) -> frozenset:
     key = id(fn)
     if key not in _GUARD_NAMES or _GUARD_NAMES[key][0] is not fn:
         tests = [t for call in fn.calls for t, _, _ in call.guards]
-        names = _names(tests)
+        names = names_in(tests)
         for local in list(names):
             for value in fn.assigns.get(local, ()):
                 if value and value[0] not in ("fn", "cls"):
-                    names |= _names([value])
-        names |= _names([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
+                    names |= names_in([value])
+        names |= names_in([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
         _GUARD_NAMES[key] = (fn, frozenset(names & set(fn.params) - {"self", "cls"}))
     return _GUARD_NAMES[key][1]
-
-
-def _names(exprs) -> set:
-    names: set = set()
-    stack = list(exprs)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, tuple):
-            if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
-                names.add(node[1])
-            else:
-                stack.extend(x for x in node if isinstance(x, tuple))
-    return names
 
 
 def qualified(func: Value) -> str:

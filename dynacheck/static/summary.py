@@ -135,13 +135,11 @@ class ModuleSummary:
         exchange = self.__dict__.get("_exchange")  # another census worker may have: body_exchange.py
         if part is None and exchange is not None:
             part = exchange[0].take(exchange[1], name)
-            if part is None:
-                part = summarize_body(self.module, self.path, self.is_package, *lazy_bodies.chunk(lines, *span))
-                exchange[0].give(exchange[1], name, part)
         if part is None:
-            _fill_body(self, name, *lazy_bodies.chunk(lines, *span))
-        else:
-            merge_body(self, name, part)
+            part = summarize_body(self.module, self.path, self.is_package, *lazy_bodies.chunk(lines, *span))
+            if exchange is not None:
+                exchange[0].give(exchange[1], name, part)
+        merge_body(self, name, part)
         if prefetch is not None:
             prefetch.after_body(self, name)
         if not self.pending:
@@ -221,13 +219,6 @@ def summarize(source: str, module: str, path: str, is_package: bool, defer: bool
     if pending and not summary.error:
         summary.defer(pending, source)
     return summary
-
-
-def _fill_body(summary: ModuleSummary, name: str, text: str, placed: str) -> None:
-    """Summarize one deferred top-level definition (`placed` holds `text` at its own line numbers, for
-    `ast`) and put what it defines in place of the skeleton's empty entries. Its module binding is the
-    skeleton's."""
-    merge_body(summary, name, summarize_body(summary.module, summary.path, summary.is_package, text, placed))
 
 
 def summarize_body(module: str, path: str, is_package: bool, text: str, placed: str) -> ModuleSummary | str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dynacheck import model as m
 from dynacheck.static.classes import ClassModel, is_plain_property
 from dynacheck.static.index import Index
-from dynacheck.static.ir import Expr, annotation_expr
+from dynacheck.static.ir import Expr, annotation_expr, names_in
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
     BUILTINS,
     evolve,
@@ -562,15 +562,7 @@ def _names_in_returns(fn) -> frozenset:
     """Bare names read by a function's returns and their guards (memoized per summary object)."""
     key = id(fn)
     if key not in _RETURN_NAMES or _RETURN_NAMES[key][0] is not fn:
-        names: set = set()
-        stack = list(fn.returns) + [t for guards in fn.return_guards for t, _, _ in guards]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, tuple):
-                if len(node) == 2 and node[0] == "n" and isinstance(node[1], str):
-                    names.add(node[1])
-                else:
-                    stack.extend(x for x in node if isinstance(x, tuple))
+        names = names_in(list(fn.returns) + [t for guards in fn.return_guards for t, _, _ in guards])
         _RETURN_NAMES[key] = (fn, frozenset(names & set(fn.params)))
     return _RETURN_NAMES[key][1]
 
