@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dynacheck.static.partial import Ref, known_name
+from dynacheck.static.partial_values import Ref, known_name
 from dynacheck.static.value_types import Value
 
 

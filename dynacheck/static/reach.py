@@ -16,7 +16,7 @@ from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
-from dynacheck.static.partial import Obj, Ref, known_name
+from dynacheck.static.partial_values import Obj, Ref, known_name
 from dynacheck.static.value_types import receiver_key
 from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
 

@@ -129,6 +129,6 @@ def receiver_key(self_cls: Value | None) -> str:
         return ""
     if self_cls.expr is None:
         return self_cls.name
-    from dynacheck.static.partial import allocation_label
+    from dynacheck.static.partial_values import allocation_label
 
     return allocation_label(self_cls)

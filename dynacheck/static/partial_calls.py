@@ -1,0 +1,269 @@
+"""The partial evaluator's calls: scanned functions run on known arguments (their returns under
+their guards), platform probes and environment reads, builtins, string methods and Enums.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynacheck.deploy.facts import GPU_FACT, GPU_PROBES, UNKNOWN as FACT_UNKNOWN
+from dynacheck.model import Condition
+from dynacheck.static.ir import Expr
+from dynacheck.static.value_types import Scope, Value, evolve, receiver_key
+from dynacheck.static.partial_values import (
+    argument_key, as_value, ENUM_BASES, ENV_READERS, known, Known, MAX_DEPTH, Member, merge, Partial, Ref,
+    STR_METHODS, unknown,
+)
+
+
+class CallEvaluation:
+    """Calls and Enum classes (a part of PartialEvaluator)."""
+
+    # ----- calls -------------------------------------------------------------------------------
+
+    def _call(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        func_expr, args, kwargs = expr[1], expr[2], expr[3]
+        if func_expr[0] == "a" and func_expr[2] in STR_METHODS:
+            base = self.const(func_expr[1], scope, depth)
+            if base.values and all(isinstance(v, str) for v in base.values):
+                return self._str_method(base, func_expr[2], args, scope, depth)
+        external = self._external_name(func_expr, scope) if func_expr[0] in ("a", "n") else None
+        if external is not None:
+            return self._external_call(external, args, kwargs, scope, depth)
+        funcs = self.const(func_expr, scope, depth)
+        if funcs.values is None:
+            return unknown(*funcs.opens)
+        outs = [self._apply(f, args, kwargs, scope, depth) for f in funcs.values]
+        return merge(outs)
+
+    def _apply(self, func: Any, args, kwargs, scope: Scope, depth: int) -> Known:
+        if isinstance(func, Partial):
+            return self.call_function(func.func, self._args(args, scope, depth),
+                                      dict(func.kwargs) | self._kwargs(kwargs, scope, depth), depth)
+        if not isinstance(func, Ref):
+            return unknown()
+        value = func.value
+        if value.kind == "func":
+            accessor = self.dep.accessors.get(f"{value.module}.{value.name}")
+            if accessor == "device_capability":  # the framework's wrapper of the GPU probe (utils/common.py)
+                return self._external_call("torch.cuda.get_device_capability", [], [], scope, depth)
+            obj = self._object(accessor or "")
+            if obj is not None:
+                return known(obj)
+            return self.call_function(value, self._args(args, scope, depth), self._kwargs(kwargs, scope, depth),
+                                      depth)
+        if value.kind == "ext" and value.name == "functools.identity_decorator" and args:
+            return self.const(args[0], scope, depth)
+        if value.kind == "cls" and self._is_enum(value) and len(args) == 1:
+            arg = self.const(args[0], scope, depth)
+            if arg.values is None:
+                return unknown(*arg.opens)
+            members = [self._enum_by_value(value, v) for v in arg.values]
+            return known(*members, opens=arg.opens) if all(m is not None for m in members) else unknown(*arg.opens)
+        if value.kind == "cls":  # remember the allocation: its arguments give the fields and __init__'s params
+            return known(Ref(evolve(value, kind="inst", expr=("c", None, tuple(args), tuple(kwargs)), scope=scope)))
+        return unknown()
+
+    def _args(self, args, scope: Scope, depth: int) -> list[Known]:
+        return [self.const(a, scope, depth) for a in args]
+
+    def _kwargs(self, kwargs, scope: Scope, depth: int) -> dict[str, Known]:
+        return {name: self.const(e, scope, depth) for name, e in kwargs}
+
+    def call_function(self, func: Value, args: list[Known], kwargs: dict[str, Known], depth: int,
+                      receiver: Any = None) -> Known:
+        """The result of a scanned function for known arguments: its returns, in order, under their guards."""
+        summary = self.ev.index.function(func.module, func.name)
+        if summary is None:
+            return unknown()
+        params = list(summary.params)
+        bound: dict[str, Known] = {}
+        if receiver is not None and params[:1] == ["self"]:
+            bound["self"] = known(receiver)
+            params = params[1:]
+        elif func.self_cls is not None and params[:1] in (["self"], ["cls"]):
+            params = params[1:]
+        for name, value in zip(params, args):
+            bound[name] = value
+        for name, value in kwargs.items():
+            if name in summary.params:
+                bound[name] = value
+        if depth > MAX_DEPTH and bound:
+            return unknown()
+        # the receiver is part of the question when `self` is not bound: `self.allow_reduce_scatter` in one
+        # LayerCommunicator (BailingMoE's, True) is not another's (Bailing V2.5's, False)
+        receiver_part = "" if "self" in bound else receiver_key(func.self_cls)
+        key = ("call", func.module, func.name, receiver_part, tuple(sorted((k, argument_key(v)) for k, v in bound.items())))
+        hit = self._memo.get(key)
+        if hit is not None:
+            self.reads |= hit[1]
+            return hit[0]
+        if key in self._active:
+            self._cut(key)
+            return unknown()
+        frame, opened = self._push(key), self._open_frame()
+        try:
+            # a call without arguments (a platform probe: `can_auto_enable_marlin_fp8()`) has one answer
+            # wherever it is asked: the depth limit starts again inside it, so a deep first ask (fp8's
+            # `self.use_marlin` under a layer's guard) does not cut it to unknown
+            result = self._returns(func, summary, bound, 0 if not bound else depth)
+        finally:
+            del self._active[key]
+        got = self._close_frame(opened, frame)
+        if got is not None and (result.values is not None or result.opens):
+            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
+        return result
+
+    def _returns(self, func: Value, summary, bound: dict[str, Known], depth: int) -> Known:
+        scope = self.ev.function_scope(func)
+        if scope is None:
+            return unknown()
+        values = []
+        for name in summary.params:
+            if name in bound:
+                values.append((name, (as_value(bound[name]),)))
+            elif name in summary.defaults and name != "self":
+                values.append((name, (as_value(self.const(summary.defaults[name], scope, depth)),)))
+        scope = evolve(scope, bound=tuple(values) + scope.bound)
+        parts: list[Known] = []
+        for expr, guards in zip(summary.returns, summary.return_guards):
+            reachable, conditions = self.guards(guards, scope)
+            if not reachable:
+                continue
+            result = self.const(expr, scope, depth)
+            if conditions:
+                result = unknown(*result.opens, *conditions)
+            parts.append(result)
+            if not guards or all(self.truth(t, scope)[0] is taken for t, taken, _ in guards):
+                break  # this return always happens when reached: later ones never do
+        if not parts:
+            return unknown()
+        return merge(parts)
+
+    def _external_call(self, name: str, args, kwargs, scope: Scope, depth: int) -> Known:
+        if name in ("functools.lru_cache", "functools.cache"):
+            return known(Ref(Value("ext", name="functools.identity_decorator")))
+        if name == "functools.partial" and args:
+            funcs = self.const(args[0], scope, depth)
+            if funcs.values is None or len(funcs.values) != 1:
+                return unknown()
+            func = next(iter(funcs.values))
+            if not isinstance(func, Ref) or func.value.kind != "func":
+                return unknown()
+            return known(Partial(func.value, tuple(self._kwargs(kwargs, scope, depth).items())))
+        if name in ENV_READERS and args:
+            key = self.const(args[0], scope, depth)
+            default = self.const(args[1], scope, depth) if len(args) > 1 else known(None)
+            if key.values is None or len(key.values) != 1:
+                return unknown()
+            var = next(iter(key.values))
+            value = self.dep.env_value(str(var), FACT_UNKNOWN)
+            if value is FACT_UNKNOWN:
+                if self.dep.env_complete:
+                    return default
+                return unknown(Condition(f"env {var}", scope.module.path, 0, "env"))
+            return known(value)
+        if name == "builtins.hasattr" and len(args) == 2:
+            base = self._external_name(args[0], scope) if args[0][0] in ("n", "a") else None
+            attr = self.const(args[1], scope, depth)
+            if base == "torch" and attr.values is not None and len(attr.values) == 1:
+                fact = self.dep.torch_has(str(next(iter(attr.values))))
+                if fact is not FACT_UNKNOWN:
+                    return known(fact)
+                return unknown(Condition("the torch platform build", scope.module.path, 0, "platform"))
+            return unknown()
+        if name == "builtins.isinstance" and len(args) == 2:
+            return self._isinstance(args[0], args[1], scope, depth)
+        if name in ("builtins.tuple", "builtins.list", "builtins.int", "builtins.str", "builtins.len",
+                    "builtins.bool", "builtins.map") and args:
+            return self._builtin(name.rpartition(".")[2], args, scope, depth)
+        if name in GPU_PROBES:
+            self.reads |= GPU_FACT
+        fact = self.dep.external_call(name)
+        if fact is not FACT_UNKNOWN:
+            return known(fact)
+        if name.startswith(("torch.cuda.", "torch.version.", "torch.npu.", "torch.xpu.")):
+            return unknown(Condition(f"{name}()", scope.module.path, 0, "platform"))
+        if name in ("torch.compiler.is_compiling", "torch._dynamo.is_compiling"):
+            return unknown(Condition(f"{name}()", scope.module.path, 0, "runtime"))
+        return unknown()
+
+    def _builtin(self, name: str, args, scope: Scope, depth: int) -> Known:
+        if name == "map" and len(args) == 2:
+            converter = {("n", "int"): int, ("n", "str"): str}.get(args[0])
+            seq = self.const(args[1], scope, depth)
+            if converter is None or seq.values is None:
+                return unknown(*seq.opens)
+            try:
+                return known(*(tuple(converter(x) for x in v) for v in seq.values), opens=seq.opens)
+            except Exception:  # noqa: BLE001
+                return unknown(*seq.opens)
+        arg = self.const(args[0], scope, depth)
+        if arg.values is None:
+            return arg
+        fn = {"tuple": tuple, "list": tuple, "int": int, "str": str, "len": len, "bool": bool}[name]
+        try:
+            return known(*(fn(v) for v in arg.values), opens=arg.opens)
+        except Exception:  # noqa: BLE001
+            return unknown(*arg.opens)
+
+    def _str_method(self, base: Known, method: str, args, scope: Scope, depth: int) -> Known:
+        parts = [self.const(a, scope, depth) for a in args]
+        if any(p.values is None or len(p.values) != 1 for p in parts):
+            return unknown(*base.opens)
+        call_args = [next(iter(p.values)) for p in parts]
+        try:
+            outs = [getattr(v, method)(*call_args) for v in base.values]
+        except Exception:  # noqa: BLE001
+            return unknown(*base.opens)
+        return known(*(tuple(o) if isinstance(o, list) else o for o in outs), opens=base.opens)
+
+    def _isinstance(self, obj_expr: Expr, cls_expr: Expr, scope: Scope, depth: int) -> Known:
+        objs = self.const(obj_expr, scope, depth)
+        classes = self.ev.eval(cls_expr, scope)
+        if cls_expr and cls_expr[0] == "q":
+            classes = [v for e in cls_expr[1] for v in self.ev.eval(e, scope)]
+        targets = {(c.module, c.name) for c in classes if c.kind == "cls"}
+        if objs.values is None or not targets or len(targets) != len(classes):
+            return unknown(*objs.opens)
+        outs = set()
+        for value in objs.values:
+            if not isinstance(value, Ref) or value.value.kind != "inst":
+                return unknown(*objs.opens)
+            mro = {(c.module, c.name) for c in self.ev.mro(value.value) if c.kind == "cls"}
+            outs.add(bool(mro & targets))
+        return known(*outs, opens=objs.opens)
+
+    # ----- enums -------------------------------------------------------------------------------
+
+    def _is_enum(self, cls: Value) -> bool:
+        return any(c.kind == "ext" and c.name in ENUM_BASES for c in self.ev.mro(cls))
+
+    def _enum_member(self, cls: Value, attr: str) -> Member | None:
+        for klass in self.ev.mro(cls):
+            summary = self.ev.index.klass(klass.module, klass.name) if klass.kind == "cls" else None
+            if summary is None or attr not in summary.attrs:
+                continue
+            exprs = summary.attrs[attr]
+            value = exprs[0][1] if exprs and exprs[0][0] == "k" and len(exprs[0]) > 1 else attr
+            return Member(cls.module, cls.name, attr, value)
+        return None
+
+    def _enum_by_value(self, cls: Value, value: Any) -> Member | None:
+        if isinstance(value, Member):
+            return value
+        summary = self.ev.index.klass(cls.module, cls.name)
+        if summary is None:
+            return None
+        for attr, exprs in summary.attrs.items():
+            if exprs and exprs[0][0] == "k" and len(exprs[0]) > 1 and exprs[0][1] == value:
+                return Member(cls.module, cls.name, attr, value)
+        if value is None:  # SGLang's _missing_ maps None to NONE; others raise
+            return self._enum_member(cls, "NONE")
+        return None
+
+    def method_of_member(self, member: Member, name: str, depth: int) -> Known:
+        qualname = f"{member.cls}.{name}"
+        if self.ev.index.function(member.module, qualname) is None:
+            return unknown()
+        return self.call_function(Value("func", member.module, qualname), [], {}, depth, receiver=member)
