@@ -132,3 +132,9 @@ def receiver_key(self_cls: Value | None) -> str:
     from dynacheck.static.partial_values import allocation_label
 
     return allocation_label(self_cls)
+
+
+def with_conditions(value: Value, conditions: tuple) -> Value:
+    """The value, believed only when the conditions hold (medium confidence at best)."""
+    merged = value.cond + tuple(c for c in conditions if c not in value.cond)
+    return evolve(value, cond=merged, confidence=weaker(value.confidence, "medium"))

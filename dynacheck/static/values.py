@@ -1,7 +1,8 @@
 """What an expression may evaluate to, statically: the resolver behind every hop.
 
-Names, attributes, calls, containers and factories are evaluated here; the class side (MRO,
-super(), instance attributes, subclasses) lives in `classes.py`.
+Names and attributes are evaluated here, calls and returns in `value_calls.py`, containers and
+factories in `value_containers.py` (parts of one Evaluator); the class side (MRO, super(),
+instance attributes, subclasses) lives in `classes.py`.
 """
 
 from __future__ import annotations
@@ -10,18 +11,15 @@ from __future__ import annotations
 from dynacheck import model as m
 from dynacheck.static.classes import ClassModel, is_plain_property
 from dynacheck.static.index import Index
-from dynacheck.static.ir import Expr, annotation_expr, names_in
+from dynacheck.static.ir import Expr, annotation_expr
+from dynacheck.static.value_calls import CallValues
+from dynacheck.static.value_containers import ContainerValues
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
     BUILTINS,
     evolve,
     CONST,
-    CONTAINER_FACTORIES,
-    ITERATOR_VIEWS,
-    EXTERNAL_FACTORIES,
     EXTERNAL_INSTANCES,
     MAX_DEPTH,
-    MAX_VALUES,
-    NAMESPACE_FACTORIES,
     PATH_TYPES,
     UNKNOWN,
     Scope,
@@ -31,10 +29,11 @@ from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest
     dedupe,
     vague,
     weaker,
+    with_conditions,
 )
 
 
-class Evaluator(ClassModel):
+class Evaluator(CallValues, ContainerValues, ClassModel):
     def __init__(self, index: Index, deployment=None) -> None:
         from dynacheck.static.partial import PartialEvaluator
 
@@ -329,203 +328,6 @@ class Evaluator(ClassModel):
             return [v for name, v in base.items if name == attr] or [UNKNOWN]
         return [Value("unknown", name=attr)]
 
-    def _call(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        if expr[1] == ("n", "super") and scope.self_cls is not None and scope.function is not None:
-            owner = scope.function.cls
-            return [evolve(scope.self_cls, kind="super", via=m.VIA_SUPER, note=f"{scope.module.module}:{owner}")]
-        out: list[Value] = []
-        for func in self.eval(expr[1], scope, depth + 1):
-            out.extend(self.call_result(func, expr, scope, depth + 1))
-        if any(a and (a[0] == "l" or _is_closure(a, scope)) for a in (*expr[2], *(v for _, v in expr[3]))):
-            products = [p for p in self.factory_products(expr, scope, depth) if p.kind != "unknown"]
-            if products and not _holds_any(out, products):
-                # make_layers(n, lambda i: Block(i)): a container of what the lambda builds, beside
-                # what the factory's returns gave (its pipeline-parallel placeholders)
-                return [v for v in out if not vague(v)] + [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
-        return out
-
-    def call_result(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        kind = func.kind
-        if kind == "cls":  # the instance remembers where it was made: its constructor's arguments
-            return [evolve(func, kind="inst", expr=call_expr, scope=scope)]
-        if kind == "func":
-            bound = self._bind_for_returns(func, call_expr, scope, depth)
-            return self.returns(func, depth, bound) if bound else self.returns(func, depth)
-        if kind == "ext":
-            name = func.name
-            if name in EXTERNAL_FACTORIES:
-                return [Value("extinst", name=EXTERNAL_FACTORIES[name])]
-            if name in NAMESPACE_FACTORIES:
-                items = tuple((k, evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v)
-                              for k, e in call_expr[3] for v in self.eval(e, scope, depth + 1)[:4])
-                return [Value("ns", items=items, via=m.VIA_RETURN)]
-            if name in ITERATOR_VIEWS and call_expr[2]:  # `islice(self.layers, start, end)`: the same items
-                return [v if v.kind == "cont" else UNKNOWN for v in self.eval(call_expr[2][0], scope, depth + 1)]
-            if name in CONTAINER_FACTORIES:
-                return [self._container(call_expr[2], scope, depth)]
-            return [Value("extinst", name=f"{name}()")]
-        if kind == "extinst":
-            return [Value("extinst", name=f"{func.name}()")]
-        return [UNKNOWN]
-
-    def returns(self, func: Value, depth: int, bound: tuple = ()) -> list[Value]:
-        key = func.key() + (receiver_key(func.self_cls), bound_key(bound))
-        cached = self._returns.get(key)
-        if cached is not None:
-            self.partial.reads |= cached[1]
-            return list(cached[0])
-        if key in self._active:
-            return [UNKNOWN]
-        self._active.add(key)
-        saved = self.reads_begin()
-        try:
-            scope = self.function_scope(func, bound)
-            values: list[Value] = []
-            if scope is not None and scope.function is not None:
-                values = self._guarded_returns(scope, 0)
-            result = tuple(evolve(v, via=m.VIA_RETURN) if v.kind == "func" else v for v in dedupe(values))
-        finally:
-            self._active.discard(key)
-        self._returns[key] = (result[:MAX_VALUES], self.reads_end(saved))
-        return list(result)
-
-    def _guarded_returns(self, scope: Scope, depth: int) -> list[Value]:
-        """Return values in source order, without those under branches the deployment never takes.
-
-        A return whose every guard is decided true ends the list: the returns after it never run.
-        The values of a return under an open deployment fact carry that fact as a condition.
-        """
-        fn = scope.function
-        values: list[Value] = []
-        guards_list = fn.return_guards if len(fn.return_guards) == len(fn.returns) else [()] * len(fn.returns)
-        for expr, guards in zip(fn.returns, guards_list):
-            reachable, conditions = self.partial.guards(guards, scope) if guards else (True, ())
-            if not reachable:
-                continue
-            found = self.eval(expr, scope, depth + 1)
-            values.extend(with_conditions(v, conditions) for v in found) if conditions else values.extend(found)
-            if not conditions and all(self.partial.truth(t, scope)[0] is taken for t, taken, _ in guards):
-                break
-        return values
-
-    def _bind_for_returns(self, func: Value, call_expr: Expr, scope: Scope, depth: int) -> tuple:
-        """Bind the callee's parameters that its returns read (factories: `return Linear(self)`,
-        `if isinstance(layer, LinearBase)`) to what this call passes; () when none matter."""
-        fn = self.index.function(func.module, func.name)
-        if fn is None or not fn.returns or len(call_expr) < 4:
-            return ()
-        wanted = _names_in_returns(fn)
-        params = list(fn.params)
-        if func.self_cls is not None and params[:1] in (["self"], ["cls"]):
-            params = params[1:]
-        bound = []
-        for name, arg in zip(params, call_expr[2]):
-            if name in wanted:
-                bound.append((name, tuple(self.eval(arg, scope, depth + 1)[:8])))
-        for name, arg in call_expr[3]:
-            if name in wanted and name in fn.params:
-                bound.append((name, tuple(self.eval(arg, scope, depth + 1)[:8])))
-        return tuple(b for b in bound if b[1] and not all(v.kind == "unknown" for v in b[1]))
-
-    def _container(self, elements, scope: Scope, depth: int) -> Value:
-        items: list[Value] = []
-        for element in elements:
-            if element and element[0] == "q":
-                for inner in element[1]:
-                    items.extend(self.eval(inner, scope, depth + 1))
-            else:
-                items.extend(self.eval(element, scope, depth + 1))
-        return Value("cont", items=tuple(dedupe(items))[:MAX_VALUES], via=m.VIA_FACTORY)
-
-    def _subscript(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        base = expr[1]
-        if base and base[0] in ("c", "idx") and not self._is_view(base, scope, depth):
-            return self.factory_products(base if base[0] == "c" else base[1], scope, depth)
-        out: list[Value] = []
-        for value in self.eval(base, scope, depth + 1):
-            if value.kind == "cont":
-                out.extend(evolve(v, via=value.via if v.via == m.VIA_IMPORT else v.via) for v in value.items)
-            else:
-                out.append(UNKNOWN)
-        return out
-
-    def _is_view(self, call: Expr, scope: Scope, depth: int) -> bool:
-        """A call of `islice`/`reversed`/`iter`: its items are its argument's."""
-        return call[0] == "c" and any(f.kind == "ext" and f.name in ITERATOR_VIEWS
-                                      for f in self.eval(call[1], scope, depth + 1))
-
-    def _slice(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        """`self.layers[self.start_layer:self.end_layer]`: a slice of a container holds its items."""
-        return [v if v.kind == "cont" else UNKNOWN for v in self.eval(expr[1], scope, depth + 1)]
-
-    def _index(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        call, position = expr[1], expr[2]
-        if position == 0 and call and call[0] == "c":
-            values = self.eval(call, scope, depth + 1)
-            useful = [v for v in values if v.kind not in ("unknown", "const")]
-            products = self.factory_products(call, scope, depth)
-            if products and any(p.kind != "unknown" for p in products):
-                return [Value("cont", items=tuple(products), via=m.VIA_FACTORY)]
-            return useful or [UNKNOWN]
-        return [UNKNOWN]
-
-    def factory_products(self, call: Expr, scope: Scope, depth: int) -> list[Value]:
-        """What a container-building call holds: the instances its factory lambdas or classes make."""
-        out: list[Value] = []
-        arguments = list(call[2]) + [v for _, v in call[3]]
-        for arg in arguments:
-            if arg and arg[0] == "l":
-                for v in self.eval(arg[2], scope, depth + 1):
-                    if v.kind == "inst":
-                        out.append(evolve(v, via=m.VIA_FACTORY))
-            elif arg and arg[0] in ("n", "a"):
-                for v in self.eval(arg, scope, depth + 1):
-                    if v.kind == "cls":
-                        out.append(evolve(v, kind="inst", via=m.VIA_FACTORY))
-                    elif v.kind == "func" and v.via == m.VIA_LOCAL:  # `def get_layer(idx, prefix): return Layer(...)`
-                        out.extend(evolve(r, via=m.VIA_FACTORY) for r in self._closure_returns(v, scope, depth)
-                                   if r.kind == "inst")
-            elif arg and arg[0] == "q":
-                for inner in arg[1]:
-                    out.extend(v for v in self.eval(inner, scope, depth + 1) if v.kind == "inst")
-        return out or [UNKNOWN]
-
-    def _closure_returns(self, func: Value, scope: Scope, depth: int) -> list[Value]:
-        """What a function defined in `scope` returns, its free names read in `scope` itself (the
-        constructor's bound `layer_type`, its receiver), not in an unbound copy of it."""
-        fn = scope.module.functions.get(func.name)
-        if fn is None:
-            return [UNKNOWN]
-        inner = Scope(scope.module, fn, scope.self_cls, (), scope)
-        return [v for expr in fn.returns for v in self.eval(expr, inner, depth + 1)]
-
-    def _lambda(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        return [Value("lam", module=scope.module.module, scope=scope, expr=expr[2])]
-
-    def _seq(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        return [self._container(expr[1], scope, depth)]
-
-    def _dict(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        items = [v for e in expr[1] for v in self.eval(e, scope, depth + 1)]
-        return [Value("cont", items=tuple(dedupe([evolve(v, via=m.VIA_DISPATCH) for v in items]))[:MAX_VALUES],
-                      via=m.VIA_DISPATCH)]
-
-    def _either(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        if len(expr) > 3:  # `a if test else b`: one side when the deployment decides the test
-            decided, _ = self.partial.truth(expr[3], scope)
-            if decided is not None:
-                return self.eval(expr[1] if decided else expr[2], scope, depth + 1)
-        return self.eval(expr[1], scope, depth + 1) + self.eval(expr[2], scope, depth + 1)
-
-    def _iterated(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
-        return self._subscript(("s", expr[1]), scope, depth)
-
-
-def _is_closure(arg: Expr, scope: Scope) -> bool:
-    """A name of a function defined in the calling function (a layer factory passed by name)."""
-    return arg[0] == "n" and scope.function is not None and \
-        any(v[0] == "fn" for v in scope.function.assigns.get(arg[1], ()))
-
 
 def _enclosing_key(parent: Scope | None) -> tuple:
     """What a nested function's free names are read in: the enclosing scopes' receivers and bindings
@@ -537,34 +339,9 @@ def _enclosing_key(parent: Scope | None) -> tuple:
     return tuple(out)
 
 
-def _holds_any(values: list[Value], products: list[Value]) -> bool:
-    """Whether a call's result already holds one of the instances its lambda makes (the factory
-    called the lambda and returned what it made, directly or in a container)."""
-    wanted = {p.key() for p in products}
-    return any(v.key() in wanted or (v.kind == "cont" and any(i.key() in wanted for i in v.items)) for v in values)
-
-
-def with_conditions(value: Value, conditions: tuple) -> Value:
-    """The value, believed only when the conditions hold (medium confidence at best)."""
-    merged = value.cond + tuple(c for c in conditions if c not in value.cond)
-    return evolve(value, cond=merged, confidence=weaker(value.confidence, "medium"))
-
-
 def _kept(table: dict, dirty: int) -> dict:
     """A memo table's entries that read no fact in `dirty` (each entry's reads are its last item)."""
     return {key: entry for key, entry in table.items() if not entry[-1] & dirty}
-
-
-_RETURN_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
-
-
-def _names_in_returns(fn) -> frozenset:
-    """Bare names read by a function's returns and their guards (memoized per summary object)."""
-    key = id(fn)
-    if key not in _RETURN_NAMES or _RETURN_NAMES[key][0] is not fn:
-        names = names_in(list(fn.returns) + [t for guards in fn.return_guards for t, _, _ in guards])
-        _RETURN_NAMES[key] = (fn, frozenset(names & set(fn.params)))
-    return _RETURN_NAMES[key][1]
 
 
 _HANDLERS = {
