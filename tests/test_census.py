@@ -220,6 +220,23 @@ def test_glm5_bf16_first_stops_in_the_norm_jit_build_under_the_nsa_indexer(pinne
 
 
 @pytest.mark.wheels
+def test_xielu_breaks_only_with_the_optional_xielu_package(pinned_targets, scan_cache):
+    """XIELU sets its CUDA kernel only after `import xielu.ops` succeeds (layers/activation.py:217-222),
+    and its forward logs under compile only when the kernel is set (:283-290). `xielu` is not among
+    sglang's requirements (presets/sglang.toml `absent_packages`), so the five models that reach XIELU
+    (Apertus builds it, the others through the activation registry) no longer first break there."""
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name == "bf16/sm90"]
+    models = ["ApertusForCausalLM", "PersimmonForCausalLM", "ArceeForCausalLM"]
+    census = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1, models=models)
+    assert sorted(c["model"] for c in census.cells) == sorted(models)
+    for cell in census.cells:
+        assert (cell["first_break"] or {}).get("function") != "sglang.srt.layers.activation.XIELU.forward"
+        assert not any("XIELU" in f for f in cell["breaks_by_function"])
+
+
+@pytest.mark.wheels
 def test_decoder_layers_picked_by_a_constructor_parameter_are_walked(pinned_targets, scan_cache):
     """Qwen3Model(Qwen2Model) passes `decoder_layer_type=Qwen3DecoderLayer` to Qwen2Model.__init__,
     whose `make_layers` lambda calls it (models/qwen3.py:320-332, qwen2.py:294-306); Gemma2 assigns

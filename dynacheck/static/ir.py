@@ -18,6 +18,7 @@ independent of libcst's classes. Shapes:
     ("k", value)                     a number or string literal with its value
     ("k",)                           a constant whose value is not kept
     ("exc", line)                    guard only: the body of an `except` handler (an error path)
+    ("imp", module)                  guard only: after `import module` in a try body (the import succeeded)
     ("?",)                           anything else
 """
 

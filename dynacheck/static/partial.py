@@ -173,6 +173,13 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
             self.reads = ALL_FACTS  # frames above were unwound without adding their reads: assume all
             return unknown()
 
+    def _imported(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        """`("imp", module)`: whether an import in a try body succeeded. A package the framework
+        facts list as absent from a stock install (`absent_packages`) never imports, so what follows
+        it in the try body never runs; any other import may have succeeded."""
+        top = expr[1].partition(".")[0] if len(expr) > 1 else ""
+        return known(False) if top and top in self.dep.framework.get("absent_packages", ()) else unknown()
+
     def _k(self, expr: Expr, scope: Scope, depth: int) -> Known:
         return known(expr[1]) if len(expr) > 1 else unknown()
 
@@ -343,4 +350,5 @@ _HANDLERS = {
     "idx": PartialEvaluator._unpacked,
     "sl": PartialEvaluator._slice,
     "op": PartialEvaluator._op,
+    "imp": PartialEvaluator._imported,
 }

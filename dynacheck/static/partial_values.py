@@ -323,6 +323,8 @@ def render_test(test: Expr) -> str:
     kind = test[0] if test else "?"
     if kind == "exc":
         return "an exception was raised (except path)"
+    if kind == "imp":
+        return f"`import {test[1]}` succeeded"
     if kind == "cmp":
         ops = {"Equal": "==", "NotEqual": "!=", "Is": "is", "IsNot": "is not", "In": "in", "NotIn": "not in",
                "LessThan": "<", "GreaterThan": ">", "LessThanEqual": "<=", "GreaterThanEqual": ">="}

@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 22  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 23  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -282,6 +282,15 @@ def nesting(tree: ast.AST, limit: int) -> int:
     return deepest
 
 
+def _absolute_imports(stmt) -> list[str]:
+    """The modules an `import a.b` or `from a.b import c` statement names (relative imports: none)."""
+    if isinstance(stmt, cst.Import):
+        return [cn.dotted_cst(alias.name) for alias in stmt.names]
+    if isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
+        return [cn.dotted_cst(stmt.module)]
+    return []
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
@@ -307,7 +316,7 @@ class _ModuleWalker:
     def walk_module(self, tree: cst.Module, positions: ast.Module) -> None:
         self.walk_block(tree.body, positions.body, _Scope(), guards=(), loop="", conditional=False, prefix="")
 
-    def walk_block(self, stmts, nodes, scope, guards, loop, conditional, prefix) -> None:
+    def walk_block(self, stmts, nodes, scope, guards, loop, conditional, prefix, try_body: bool = False) -> None:
         small = cn.flatten(stmts)
         lines = [n.lineno for n in nodes] if len(nodes) == len(small) else None
         for index, stmt in enumerate(small):
@@ -317,6 +326,9 @@ class _ModuleWalker:
             if isinstance(stmt, cst.If) and stmt.orelse is None and cn.exits(stmt.body):
                 # `if test: return ...` — what follows runs only when the test was false
                 guards = guards + ((self.expr(stmt.test), False, line),)
+            elif try_body:
+                # `try: import xielu.ops` — what follows in the try body runs only when the import succeeded
+                guards = guards + tuple((("imp", name), True, line) for name in _absolute_imports(stmt))
 
     def walk_stmt(self, stmt, node, line, scope, guards, loop, conditional, prefix) -> None:
         walk = self.walk_block
@@ -355,7 +367,7 @@ class _ModuleWalker:
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
         elif isinstance(stmt, (cst.Try, cst.TryStar)):
-            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, loop, True, prefix)
+            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, loop, True, prefix, try_body=True)
             handlers = cn.ast_list(node, "handlers")
             for i, handler in enumerate(stmt.handlers):
                 hnode = handlers[i] if i < len(handlers) else None
