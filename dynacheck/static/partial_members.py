@@ -180,7 +180,7 @@ class MemberEvaluation:
                 return True
         return False
 
-    def _allocation(self, inst: Value) -> tuple[list, dict, Scope] | None:
+    def allocation(self, inst: Value) -> tuple[list, dict, Scope] | None:
         """The constructor call that made this instance, its arguments as known values, where it ran."""
         call, scope = inst.expr, inst.scope
         if not call or call[0] != "c" or len(call) < 4 or not isinstance(scope, Scope):
@@ -190,7 +190,7 @@ class MemberEvaluation:
     def _constructor_arguments(self, inst: Value, init, depth: int, module=None) -> tuple:
         """`__init__`'s parameters bound to what the allocation passed (`TopK(topk_group=config.topk_group)`),
         and the defaults of those it did not pass (`TopK(top_k, layer_id)`: `use_grouped_topk=False`)."""
-        allocation = self._allocation(inst)
+        allocation = self.allocation(inst)
         if allocation is None:
             return ()
         key = ("ctor", id(inst.expr), id(inst.scope), id(init))
@@ -223,7 +223,7 @@ class MemberEvaluation:
 
     def _field_argument(self, inst: Value, attr: str, depth: int) -> Known | None:
         """A dataclass field's value: the keyword the allocation passed for it."""
-        allocation = self._allocation(inst)
+        allocation = self.allocation(inst)
         if allocation is None or attr not in allocation[1]:
             return None
         return self.const(allocation[1][attr], allocation[2], depth)

@@ -106,7 +106,7 @@ class Reacher:
                 continue
             done.add(key)
             node = result.nodes[key]
-            scope = self.ev.function_scope(node.func, node.bound)
+            scope = self.ev.walk_scope(node.func, node.bound)
             if scope is None or scope.function is None:
                 continue
             self._replay(node, self._expansion(key, scope), result, queue)

@@ -52,6 +52,9 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         self._globals: dict[tuple, tuple[tuple[Value, ...], int]] = {}
         self._constructors: dict[tuple, tuple[tuple, int]] = {}  # classes.constructor_bindings
         self._scopes: dict[tuple, Scope | bool] = {}
+        # walk_scope: an allocation's canonical receiver, and the first receiver met per signature
+        self._receivers: dict[tuple, tuple] = {}
+        self._signatures: dict[tuple, Value] = {}
         # per call site and scope, what the walk asks every time it reaches them (reach.py): the
         # callees and the constants they are called with; a census walks the same sites per forward
         self.sites: dict[tuple, tuple] = {}
@@ -71,6 +74,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
             setattr(child, table, _kept(getattr(self, table), dirty))
         child.partial._memo = _kept(self.partial._memo, dirty)
         child.sites = _kept({k: v for k, v in self.sites.items() if isinstance(v, tuple)}, dirty)
+        child._receivers, child._signatures = _kept(self._receivers, dirty), _kept(self._signatures, dirty)
         return child
 
     def reads_begin(self) -> int:
@@ -99,6 +103,57 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         if cached is None:
             cached = self._scopes[key] = self._new_scope(func, bound) or False
         return cached or None
+
+    def walk_scope(self, func: Value, bound: tuple = ()) -> Scope | None:
+        """The scope the walk expands a node in: a receiver built like one met before (the same class,
+        and every constructor argument the same, as a known value and as evaluated values) is that
+        one, so its methods are expanded once. A census walks 100+ models whose layers are the same
+        `RowParallelLinear(..., quant_config=quant_config, prefix=...)` allocated in each model's
+        own constructor; what the evaluator can tell of an instance comes from its class and those
+        arguments only, so the expansion is the same."""
+        receiver = func.self_cls
+        if receiver is not None and receiver.expr is not None:
+            canonical = self._canonical_receiver(receiver)
+            if canonical is not receiver:
+                func = evolve(func, self_cls=canonical)
+        return self.function_scope(func, bound)
+
+    def _canonical_receiver(self, inst: Value) -> Value:
+        # one call may allocate several classes (`layer_class(config, ...)` in a layer factory): the
+        # class and how the value was believed are part of the key, as of the signature
+        key = (id(inst.expr), id(inst.scope)) + _believed(inst)
+        try:
+            hit = self._receivers.get(key)
+        except TypeError:  # an unhashable part: this receiver stands alone
+            return inst
+        if hit is not None and hit[0] is inst.expr and hit[1] is inst.scope:
+            return hit[2]
+        saved = self.reads_begin()
+        signature = self._receiver_signature(inst)
+        reads = self.reads_end(saved)
+        canonical = inst
+        if signature is not None:
+            try:
+                # the first receiver met with this signature, and the facts its own signature read
+                canonical, first_reads = self._signatures.setdefault(signature, (inst, reads))
+                reads |= first_reads
+            except TypeError:  # an unhashable argument value: this allocation stands alone
+                pass
+        # expression and scope kept: their ids are not reused; a fork keeps what read no fact it changed
+        self._receivers[key] = (inst.expr, inst.scope, canonical, reads)
+        return canonical
+
+    def _receiver_signature(self, inst: Value) -> tuple | None:
+        """Everything the evaluator can read of an allocation: its class, how the value was believed,
+        and each argument of the constructor call, as the partial evaluator and as `eval` see it."""
+        allocation = self.partial.allocation(inst)
+        if allocation is None:
+            return None
+        args, kwargs, scope = allocation
+        parts = []
+        for tag, expr in [*enumerate(args), *sorted(kwargs.items())]:
+            parts.append((tag, self.partial.const(expr, scope, 0), tuple(self.eval(expr, scope))))
+        return _believed(inst) + (tuple(parts),)
 
     def _new_scope(self, func: Value, bound: tuple) -> Scope | None:
         summary = self.index.module(func.module)
@@ -337,6 +392,12 @@ def _enclosing_key(parent: Scope | None) -> tuple:
         out.append((receiver_key(parent.self_cls), bound_key(parent.bound)))
         parent = parent.parent
     return tuple(out)
+
+
+def _believed(value: Value) -> tuple:
+    """A value's fields other than where it was allocated: its class and how it was believed."""
+    return (value.kind, value.module, value.name, value.via, value.confidence, value.cond, value.note,
+            value.items, value.self_cls)
 
 
 def _kept(table: dict, dirty: int) -> dict:

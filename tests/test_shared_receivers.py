@@ -1,0 +1,67 @@
+"""Receivers built alike share the walk's scope (values.Evaluator.walk_scope): a census walks the same
+layer, allocated with the same arguments in each model's own constructor, once per deployment
+instead of once per model. The answers must be those of a walk that expands every allocation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.report.json_out import render_json
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static import values
+from dynacheck.static.scan import ScanSession, scan_targets
+
+ROOT = Path(__file__).parent / "fixtures" / "deploy"
+SPEC = DeploymentSpec(framework=ROOT / "depfx.toml", gpu="sm90", platform="cuda")
+MODELS = ("One", "Two", "Three", "Four")
+
+
+def _census(cache) -> tuple[list[str], dict[str, dict]]:
+    """Each model's forward scanned in one session (as a census does): the allocations whose
+    `Linear.forward` the walks expanded, and each scan's JSON without its timings."""
+    targets = [resolve_target(str(ROOT), cache_dir=cache)]
+    session = ScanSession.open(targets, cache)
+    answers = {}
+    for model in MODELS:
+        result = scan_targets(targets, [f"depfx.shared_layers:{model}.forward"], None, cache_dir=cache,
+                              deployment=SPEC, session=session)
+        answers[model] = {k: v for k, v in json.loads(render_json(result)).items() if k != "stats"}
+    evaluator = session.engine(SPEC)[1]
+    scopes = [v[0] for k, v in evaluator.sites.items() if k[0] == "expand"]
+    owners = [s.self_cls.scope.function.qualname for s in scopes
+              if s.function is not None and s.function.qualname == "Linear.forward"]
+    return sorted(owners), answers
+
+
+def _callees(answer: dict) -> set[str]:
+    return {f["site"]["callee"] for f in answer["findings"]}
+
+
+def test_a_layer_allocated_alike_in_two_models_is_expanded_once(scan_cache):
+    owners, answers = _census(scan_cache)
+    # One's, Two's and Four's `Linear(size, bias=False)` share one expansion; Three's `probe=True` has its own
+    assert owners == ["BlockA.__init__", "BlockC.__init__"]
+    assert [m for m in MODELS if "subprocess.run" in _callees(answers[m])] == ["Three"]
+
+
+def test_the_answers_are_those_of_walks_that_expand_every_allocation(scan_cache, tmp_path, monkeypatch):
+    _, shared = _census(scan_cache)
+    monkeypatch.setattr(values.Evaluator, "walk_scope", values.Evaluator.function_scope)
+    owners, alone = _census(tmp_path / "cache")
+    # the control: One's, Four's BlockA (another allocation of it), Two's and Three's
+    assert owners == ["BlockA.__init__", "BlockA.__init__", "BlockB.__init__", "BlockC.__init__"]
+    assert shared == alone
+
+
+def test_one_call_that_allocates_two_classes_gives_each_its_own_receiver(scan_cache, tmp_path, monkeypatch):
+    """`block_class(size)` in make_block is BlockA or BlockD: the same expression and scope, two
+    classes (SGLang's layer factories). Keyed by the allocation alone, BlockD's forward was expanded
+    with BlockA's receiver, and the `nvcc --version` probe of its own layer was never reached
+    (NemotronH's MoE layer was walked as its attention layer)."""
+    _, answers = _census(scan_cache)
+    assert "subprocess.check_output" in _callees(answers["Four"])
+    monkeypatch.setattr(values, "_believed", lambda value: ())  # the control: the allocation alone
+    _, answers = _census(tmp_path / "cache")
+    assert "subprocess.check_output" not in _callees(answers["Four"])
