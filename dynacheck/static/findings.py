@@ -78,6 +78,8 @@ class FindingBuilder:
         # a hop is the same wherever it appears, and a function's facts are its own
         self._hops: dict[tuple, Hop] = {}
         self._facts: dict[tuple[str, str], HopFacts] = {}
+        self._placements: dict[tuple, tuple] = {}
+        self._declared_fixes: dict[tuple, tuple] = {}
 
     def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
         candidates: dict[tuple, list[tuple[Finding, list[HopFacts]]]] = {}
@@ -101,10 +103,9 @@ class FindingBuilder:
         for key, (finding, facts) in best.items():
             rule = self.catalog.get(finding.rule)
             volatile = rule.family == "time" or "random" in rule.name
-            fixes = finding.fixes or place(rule.fixes, finding.chain, facts, below.get(key, 0), volatile)
+            fixes = finding.fixes or self._placed(rule, finding.chain, facts, below.get(key, 0), volatile)
             if not finding.fixes and finding.outcome.fatal_under_fullgraph:
-                declared, why = declared_fix(finding.chain, self._locate)
-                declared = declared or out_kernel_fix(finding.chain, self._locate)
+                declared, why = self._declared(finding.chain)
                 if declared is not None:
                     fixes = (declared, *fixes)
                 elif why:  # the library declares ops here, but none a fix can use: say why
@@ -115,6 +116,24 @@ class FindingBuilder:
         findings.sort(key=lambda f: (bool(f.conditions), -severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
                                      -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
+
+    # The fixes of a chain depend on its hops and their facts only (frozen records): they are worked
+    # out once for all the scans of a census.
+
+    def _placed(self, rule, chain: tuple, facts: list, below: int, volatile: bool) -> tuple:
+        key = (rule.id, chain, tuple(facts), below, volatile)
+        hit = self._placements.get(key)
+        if hit is None:
+            hit = self._placements[key] = place(rule.fixes, chain, facts, below, volatile)
+        return hit
+
+    def _declared(self, chain: tuple) -> tuple:
+        """The declared-op (or out-kernel) fix for this chain, and why none applies."""
+        hit = self._declared_fixes.get(chain)
+        if hit is None:
+            declared, why = declared_fix(chain, self._locate)
+            hit = self._declared_fixes[chain] = (declared or out_kernel_fix(chain, self._locate), why)
+        return hit
 
     @staticmethod
     def _rank(candidates: dict) -> tuple[dict, dict]:

@@ -52,6 +52,7 @@ class Node:
     conditions: tuple = ()  # model.Condition: what this edge (the call into the node) depends on
     conditional: bool = False  # this edge or one above it depends on an open deployment fact
     chained: int = 0  # calls inside the callee expression (`f(x).g()` calls f first): trace order on a line
+    scope: Scope | None = None  # the scope the walk expanded this node in (Evaluator.walk_scope), once expanded
 
 
 @dataclass
@@ -106,7 +107,7 @@ class Reacher:
                 continue
             done.add(key)
             node = result.nodes[key]
-            scope = self.ev.walk_scope(node.func, node.bound)
+            scope = node.scope = self.ev.walk_scope(node.func, node.bound)
             if scope is None or scope.function is None:
                 continue
             self._replay(node, self._expansion(key, scope), result, queue)

@@ -129,7 +129,7 @@ class TensorHazards:
         for key, node in walk.nodes.items():  # insertion order is the walk's breadth-first order
             if key.mode != TRACE:
                 continue
-            scope = self.ev.walk_scope(node.func, node.bound)
+            scope = node.scope or self.ev.walk_scope(node.func, node.bound)
             if scope is None or scope.function is None:
                 continue
             seeds = self._seeds(scope.function, node, walk, envs)
