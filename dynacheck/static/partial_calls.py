@@ -103,10 +103,12 @@ class CallEvaluation:
             return unknown()
         frame, opened = self._push(key), self._open_frame()
         try:
-            # a call without arguments (a platform probe: `can_auto_enable_marlin_fp8()`) has one answer
-            # wherever it is asked: the depth limit starts again inside it, so a deep first ask (fp8's
-            # `self.use_marlin` under a layer's guard) does not cut it to unknown
-            result = self._returns(func, summary, bound, 0 if not bound else depth)
+            # a call has one answer wherever it is asked, as its memo entry says: the depth limit starts
+            # again inside it (recursion is cut by `_active`), so a deep first ask does not cut it to
+            # unknown (fp8's `self.use_marlin` under a layer's guard), and the answer does not depend
+            # on which model asked first (`moe_tensor_model_parallel_all_reduce(x)` carried `_TP` as an
+            # open fact when BailingMoE asked it shallow, nothing when Qwen3 asked it deep)
+            result = self._returns(func, summary, bound, 0)
         finally:
             del self._active[key]
         got = self._close_frame(opened, frame)

@@ -31,7 +31,9 @@ class MemberEvaluation:
                     return unknown(Condition(resolved, scope.module.path, 0, "platform"))
         base = self.const(expr[1], scope, depth)
         if base.values is None:
-            return base
+            # a tensor's shape is the traced batch's: what picked the tensor (`_TP` behind an
+            # all-reduce) does not decide `hidden_states.shape[0] == 0`
+            return unknown() if expr[2] == "shape" else base
         outs: list[Known] = []
         for value in base.values:
             outs.append(self._member(value, expr[2], scope, depth))

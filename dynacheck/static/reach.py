@@ -438,8 +438,17 @@ def _guard_names(fn) -> frozenset:
                 if value and value[0] not in ("fn", "cls"):
                     names |= names_in([value])
         names |= names_in([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
-        _GUARD_NAMES[key] = (fn, frozenset(names & set(fn.params) - {"self", "cls"}))
+        _GUARD_NAMES[key] = (fn, frozenset(names & set(fn.params) - {"self", "cls"} - _tensors_only(fn)))
     return _GUARD_NAMES[key][1]
+
+
+def _tensors_only(fn) -> set[str]:
+    """Parameters that can hold nothing but a tensor (`hidden_states: torch.Tensor`, no default): no
+    value the walk binds (a bool, a number, a string, None, a config object) can be passed there, so
+    their arguments are not evaluated. `Optional[torch.Tensor]` and a `= None` default are kept:
+    `residual=None` picks the branch (`if residual is None:`)."""
+    return {name for name, kind in fn.param_annotations.items()
+            if kind == "Tensor" and name not in fn.defaults and fn.param_types.get(name, ("q",))[0] != "q"}
 
 
 def qualified(func: Value) -> str:
