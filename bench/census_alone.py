@@ -57,7 +57,7 @@ def main() -> int:
     by_field = collections.Counter(tuple(f) for _, _, f in differing)
     how = ("each cell one scan with an evaluator of its own, 2 processes" if args.fresh
            else "each model's census walked alone, jobs=1")
-    lines = [FRESH_SECTION if args.fresh else SECTION, "",
+    lines = [f"{FRESH_SECTION}: {args.census.name}" if args.fresh else SECTION, "",
              f"Command: `python bench/census_alone.py {args.census}{' --fresh' if args.fresh else ''}` ({how}, "
              "offline, compared field by field with the committed census)", "",
              "| measure | value |", "| --- | --- |",
