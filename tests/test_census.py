@@ -46,6 +46,16 @@ def test_models_are_read_from_entry_class_lists(tmp_path):
     assert found["Empty"].entry == "" and found["Empty"].not_compiled
 
 
+def test_model_files_read_in_forked_processes_give_the_same_list(tmp_path):
+    """A census reads the model files in its worker count of processes, every other file each; a
+    class whose base lives in the other half (ChildForCausalLM's, in base.py) is still resolved."""
+    root = _tree(tmp_path)
+    (root / "sglang/srt/models/zeta.py").write_text("class ZetaForCausalLM:\n    pass\nEntryClass = ZetaForCausalLM\n")
+    serial = registered_models(root)
+    assert [m.name for m in serial][:1] == ["ChildForCausalLM"] and serial[-1].name == "ZetaForCausalLM"
+    assert registered_models(root, jobs=2) == serial and registered_models(root, jobs=3) == serial
+
+
 RUNNER = '''
 def resolve_language_model(model):
     model_cls_name = model.__class__.__name__

@@ -233,7 +233,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 cache_dir: Path | None, jobs: int | None, progress: Progress | None,
                 models: Sequence[str]) -> Census:
     started = time.perf_counter()
-    registered = registered_models(_sglang_root(targets))
+    registered = registered_models(_sglang_root(targets), jobs=max(1, jobs or os.cpu_count() or 1))
     if models:
         registered = [m for m in registered if m.name in set(models)]
         if not registered:
