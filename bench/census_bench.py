@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-COMMAND = "python bench/census_bench.py --repeat 3 --write bench/RESULTS.md"
+COMMAND = "python bench/census_bench.py --repeat {repeat} --write bench/RESULTS.md"
 SECTION = "## Census: every SGLang model x 12 deployments against one cold flagship scan"
 
 _CHILD = r"""
@@ -73,7 +73,7 @@ def main() -> int:
     alone = statistics.median(f["seconds"] for _, _, f in runs)
     flagship, census = min(pairs, key=lambda p: abs(p[1]["seconds"] / p[0]["seconds"] - ratio))
     spread = f" (runs: {', '.join(f'{r:.1f}x' for r in ratios)})" if len(ratios) > 1 else ""
-    lines = [SECTION, "", f"Command: `{COMMAND}` (offline, cached wheels; Python {platform.python_version()}, "
+    lines = [SECTION, "", f"Command: `{COMMAND.format(repeat=args.repeat)}` (offline, cached wheels; Python {platform.python_version()}, "
              f"{platform.machine()}, {os.cpu_count()} cores shared with other work, census jobs={args.jobs})", "",
              "| measure | value |", "| --- | --- |",
              f"| cold flagship scan (glm5 preset) | {flagship['seconds']:.1f} s, {flagship['files_parsed']} files, "
