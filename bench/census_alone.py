@@ -90,6 +90,7 @@ def _fresh_cell(cell: dict, deployment) -> tuple[str, str, list[str]] | None:
 
     session, spec = _FRESH["session"], deployment.spec()
     session.engine(spec, None)
+    session._builder = None  # findings built afresh too, not reused by walk signature from an earlier cell
     try:
         record = cell_record(scan_targets(_FRESH["targets"], [cell["entry"]], None, deployment=spec,
                                           session=session))

@@ -140,3 +140,24 @@ def test_tensor_hazards_kept_by_a_fork_read_no_fact_it_changed(scan_cache, monke
     monkeypatch.setattr(tensors.TensorHazards, "fork", keep_all)
     forked, _ = _quant_forked(scan_cache, ["", "fp8"])
     assert ("forward", "a tensor", False) not in _sites(forked[1])
+
+
+def test_findings_of_a_walk_seen_before_are_built_once_per_session(scan_cache, monkeypatch):
+    """A census walks many forwards the same way on several deployments; the findings and first break
+    are built once per walk signature (findings.walk_signature). A walk the GPU changes is built anew,
+    and equals a scan of its own."""
+    from dynacheck.static.findings import FindingBuilder
+
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    ranked = []
+    rank = FindingBuilder._rank  # a staticmethod: every build ranks its candidates once
+    monkeypatch.setattr(FindingBuilder, "_rank", staticmethod(lambda candidates: ranked.append(1) or rank(candidates)))
+    scan = lambda gpu: scan_targets(targets, [ENTRY], None, cache_dir=scan_cache,  # noqa: E731
+                                    deployment=_spec(gpu), session=session)
+    first, again = scan("sm100"), scan("sm100")
+    assert first.findings and again.findings == first.findings and again.first_break == first.first_break
+    assert len(ranked) == 1
+    other = scan("sm90")
+    assert len(ranked) == 2 and _sites(other) != _sites(first)
+    assert _sites(other) == _sites(scan_roots([ROOT], [ENTRY], cache_dir=scan_cache, deployment=_spec("sm90")))

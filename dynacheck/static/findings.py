@@ -65,6 +65,20 @@ class SourceLines:
         return lines[number - 1].strip() if 0 < number <= len(lines) else ""
 
 
+def walk_signature(walk: Walk, entry_of: Callable[[NodeKey], str]) -> tuple:
+    """Everything of a walk that its findings and first break are built from: each node's key and the
+    fields of every edge into it, each hit (its call site by identity: summaries live as long as the
+    session), the entries the roots are named by, and whether the walk was cut short."""
+    def edge(e) -> tuple:
+        return e.parent, e.call_line, e.via, e.confidence, e.note, e.loop, e.conditions, e.conditional, e.chained
+
+    nodes = tuple((key, edge(node), tuple(edge(o) for o in node.others)) for key, node in walk.nodes.items())
+    hits = tuple((h.at, id(h.call), h.call.line, h.callee, h.kind, h.boundary, h.mode, h.confidence, h.note,
+                  h.conditions) for h in walk.hits)
+    roots = tuple(entry_of(key) for key, node in walk.nodes.items() if node.parent is None)
+    return nodes, hits, roots, walk.truncated
+
+
 class FindingBuilder:
     def __init__(self, index: Index, catalog: Catalog, display: Callable[[str], str],
                  package_of: Callable[[str], str]) -> None:
@@ -80,8 +94,19 @@ class FindingBuilder:
         self._facts: dict[tuple[str, str], HopFacts] = {}
         self._placements: dict[tuple, tuple] = {}
         self._declared_fixes: dict[tuple, tuple] = {}
+        # walk signature -> (the hits' call sites, kept so their ids stay theirs; the findings)
+        self._built: dict[tuple, tuple] = {}
+        self._first_breaks: dict[tuple, dict] = {}
 
-    def build(self, walk: Walk, entry_of: Callable[[NodeKey], str]) -> list[Finding]:
+    def build(self, walk: Walk, entry_of: Callable[[NodeKey], str], signature: tuple | None = None) -> list[Finding]:
+        """The walk's findings. With its `walk_signature`, once per signature for the builder's life: a
+        census walks about half of its forwards on some deployment the same way as on one before it
+        (bf16 on sm90, sm100 and sm120 alike), and equal signatures give equal findings."""
+        if signature is not None:
+            done = self._built.get(signature)
+            if done is None:
+                done = self._built[signature] = (tuple(h.call for h in walk.hits), tuple(self.build(walk, entry_of)))
+            return list(done[1])
         candidates: dict[tuple, list[tuple[Finding, list[HopFacts]]]] = {}
         for hit in walk.hits:
             rule = self._rule(hit)
@@ -116,6 +141,13 @@ class FindingBuilder:
         findings.sort(key=lambda f: (bool(f.conditions), -severity_rank(f.severity), not f.outcome.fatal_under_fullgraph,
                                      -confidence_rank(f.confidence), len(f.chain), f.site.file, f.site.line))
         return findings
+
+    def first_break(self, signature: tuple, compute: Callable[[], dict]) -> dict:
+        """`first_break.first_break` of a walk and its findings, once per signature (see build)."""
+        found = self._first_breaks.get(signature)
+        if found is None:
+            found = self._first_breaks[signature] = compute()
+        return found
 
     # The fixes of a chain depend on its hops and their facts only (frozen records): they are worked
     # out once for all the scans of a census.

@@ -25,7 +25,7 @@ from dynacheck.sources.locate import ModuleLocator
 from dynacheck.sources.resolve import default_cache_dir, resolve_target
 from dynacheck.static.cache import SummaryCache
 from dynacheck.static.dynamo import Boundaries
-from dynacheck.static.findings import FindingBuilder
+from dynacheck.static.findings import FindingBuilder, walk_signature
 from dynacheck.static.first_break import first_break
 from dynacheck.static.index import Index
 from dynacheck.static.prefetch import Prefetch
@@ -157,7 +157,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         observer["prefetched"] = index.prefetch.taken if index.prefetch is not None else 0
     use_disk_cache(cache)  # the op declarations the fixes read: parsed once per file version, like summaries
     builder = session.finding_builder(catalog)
-    findings = builder.build(walk, entry_of)
+    signature = walk_signature(walk, entry_of) if not single else None  # a census: once per signature
+    findings = builder.build(walk, entry_of, signature)
     why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
     if why_fullgraph:
         findings = apply_fullgraph(findings, why_fullgraph)
@@ -174,12 +175,17 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         stats=stats,
         tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
-        first_break=first_break(walk, findings, index, locator.display_path, builder.chain_along),
+        first_break=_first_break(builder, signature, why_fullgraph,
+                                 lambda: first_break(walk, findings, index, locator.display_path, builder.chain_along)),
     )
     cache.flush()  # bodies summarized on demand during this scan: stored for the next one
     if key is not None:
         result_cache.store(cache, key, result, [m.path for m in index.loaded() if not Path(m.path).is_dir()])
     return result
+
+
+def _first_break(builder: FindingBuilder, signature: tuple | None, why_fullgraph: str, compute) -> dict:
+    return compute() if signature is None else builder.first_break((signature, why_fullgraph), compute)
 
 
 TENSOR_HAZARDS = ("tensor-hazards",)  # the deployment's TensorHazards, in its evaluator's `sites`
