@@ -147,7 +147,7 @@ class FindingBuilder:
         found = self._first_breaks.get(signature)
         if found is None:
             found = self._first_breaks[signature] = compute()
-        return found
+        return dict(found)  # each result its own record
 
     # The fixes of a chain depend on its hops and their facts only (frozen records): they are worked
     # out once for all the scans of a census.
