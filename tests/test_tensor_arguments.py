@@ -2,7 +2,7 @@
 a parameter that can only hold a tensor. Evaluating `hidden_states` in the caller re-evaluated its
 producers (`all_reduce(...)`, layer calls) at every call site, and what came back depended on what the
 evaluator had memoized before: on sglang 0.5.10, Qwen3-MoE's `if hidden_states.shape[0] == 0:`
-(models/qwen3_moe.py:647) read as a runtime condition when nvfp4/sm120 was walked after bf16/sm120,
+(models/qwen3_moe.py:656) read as a runtime condition when nvfp4/sm120 was walked after bf16/sm120,
 and the FP4 probe under it was reported conditional (docs/census.md). A bool, a number, a string,
 None or a config object cannot be passed there, so nothing the walk binds is lost; `Optional[Tensor]`
 and `= None` parameters are still bound, since `residual=None` picks the branch."""
