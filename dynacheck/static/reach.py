@@ -18,6 +18,7 @@ from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
 from dynacheck.static.partial_values import Obj, Ref, known_name
 from dynacheck.static.value_types import receiver_key
+from dynacheck.static.value_uses import TENSOR
 from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
 
 MAX_NODES = 20_000
@@ -448,7 +449,7 @@ def _tensors_only(fn) -> set[str]:
     their arguments are not evaluated. `Optional[torch.Tensor]` and a `= None` default are kept:
     `residual=None` picks the branch (`if residual is None:`)."""
     return {name for name, kind in fn.param_annotations.items()
-            if kind == "Tensor" and name not in fn.defaults and fn.param_types.get(name, ("q",))[0] != "q"}
+            if kind == TENSOR and name not in fn.defaults and fn.param_types.get(name, ("q",))[0] != "q"}
 
 
 def qualified(func: Value) -> str:
