@@ -90,8 +90,11 @@ class Known:
 NOTHING = Known(frozenset())
 
 
+_UNKNOWN = Known(None)
+
+
 def unknown(*opens: Condition) -> Known:
-    return Known(None, tuple(opens))
+    return Known(None, opens) if opens else _UNKNOWN  # the common case, one shared (frozen) record
 
 
 def known(*values: Any, opens: tuple = ()) -> Known:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from dynacheck import model as m
 from dynacheck.static import dynamo
@@ -29,8 +29,10 @@ TRACE_TIME = "trace_time"  # allow_in_graph / nonstrict_trace body: runs at trac
 CONSTANT = "constant"  # assume_constant_result body: runs once at trace time
 
 
-@dataclass(frozen=True)
-class NodeKey:
+class NodeKey(NamedTuple):
+    """A tuple, so its hash and comparison run in C: a census replays each expansion's keys into
+    the tables of many walks."""
+
     module: str
     qualname: str
     self_cls: str = ""
@@ -321,13 +323,12 @@ class Reacher:
     def _link(self, node: Node, action: tuple, result: Walk, queue: deque) -> None:
         """A recorded call out of `node`: its callee's node, reached first or again."""
         _, call, func, bound, key, confidence, note, conditions, chained = action
-        edge = Node(key, func, bound, node.key, call.line, func.via, weaker(node.confidence, confidence),
-                    note, call.loop, conditions=conditions, conditional=node.conditional or bool(conditions),
-                    chained=chained)
+        conditional = node.conditional or bool(conditions)
         existing = result.nodes.get(key)
         if existing is not None:
-            if existing.conditional and not edge.conditional:
+            if existing.conditional and not conditional:
                 # a way in that holds on this deployment: it becomes the node's chain
+                edge = _edge(node, action, conditional)
                 edge.others = [existing, *existing.others][:MAX_OTHER_CALLERS]
                 existing.others = []
                 result.nodes[key] = edge
@@ -335,10 +336,10 @@ class Reacher:
                 return
             if existing.parent != node.key and len(existing.others) < MAX_OTHER_CALLERS:
                 if all(o.parent != node.key for o in existing.others):
-                    existing.others.append(edge)
+                    existing.others.append(_edge(node, action, conditional))
             return
-        result.nodes[key] = edge
-        (self._deferred if edge.conditional else queue).append(key)
+        result.nodes[key] = _edge(node, action, conditional)
+        (self._deferred if conditional else queue).append(key)
         if self._prefetch is not None:
             self._prefetch.queued(key.module, key.qualname)
 
@@ -395,6 +396,13 @@ class Reacher:
                     label = f"{only.value.name}@{id(only.value.expr)}"
                     bound.append((name, (Value("known", name=label, items=(only,)),)))
         return tuple(bound)
+
+
+def _edge(node: Node, action: tuple, conditional: bool) -> Node:
+    """The callee's node as reached by this call out of `node` (a `_push` action)."""
+    _, call, func, bound, key, confidence, note, conditions, chained = action
+    return Node(key, func, bound, node.key, call.line, func.via, weaker(node.confidence, confidence),
+                note, call.loop, conditions=conditions, conditional=conditional, chained=chained)
 
 
 def _in_order(calls: list, reads: tuple):

@@ -133,7 +133,7 @@ class TensorHazards:
             if scope is None or scope.function is None:
                 continue
             seeds = self._seeds(scope.function, node, walk, envs)
-            memo = (id(scope), frozenset(seeds))
+            memo = (id(scope), seeds)
             cached = self._nodes.get(memo)
             if cached is None or cached[0] is not scope:
                 saved = self.ev.reads_begin()
@@ -258,20 +258,20 @@ class TensorHazards:
 
     # ----- seeds -----------------------------------------------------------------------------
 
-    def _seeds(self, fn: FunctionSummary, node, walk: Walk, envs: dict[NodeKey, _Env]) -> set[str]:
+    def _seeds(self, fn: FunctionSummary, node, walk: Walk, envs: dict[NodeKey, _Env]) -> frozenset[str]:
         """Annotated tensors; for the entry its unannotated parameters when it annotates none;
         otherwise the parameters whose argument is a tensor at a followed call (unless annotated
         with another type)."""
         if node.parent is None:
             seeds = _annotated(fn)
             params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
-            return seeds if seeds else seeds | set(params)
+            return frozenset(seeds if seeds else seeds | set(params))
         # the callers' environments are this object's own (kept for its life), so their ids name them
         memo = (id(fn), tuple((id(envs.get(edge.parent)), edge.call_line) for edge in (node, *node.others)))
         found = self._seed_sets.get(memo)
         if found is None or found[0] is not fn:
             found = self._seed_sets[memo] = (fn, frozenset(self._caller_seeds(fn, node, envs)))
-        return set(found[1])
+        return found[1]
 
     def _caller_seeds(self, fn: FunctionSummary, node, envs: dict[NodeKey, _Env]) -> set[str]:
         seeds = _annotated(fn)

@@ -68,6 +68,19 @@ class Value:
     def key(self) -> tuple:
         return (self.kind, self.module, self.name, self.self_cls.name if self.self_cls else "")
 
+    def __hash__(self) -> int:
+        """Hashed once per value (`evolve` drops it): memo keys hold values nested in values."""
+        state = self.__dict__
+        cached = state.get("_hash")
+        if cached is None:
+            cached = state["_hash"] = hash((self.kind, self.module, self.name, self.via, self.confidence,
+                                            self.items, self.self_cls, self.scope, self.expr, self.note,
+                                            self.cond))
+        return cached
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}  # str hashes differ per process
+
 
 UNKNOWN = Value("unknown")
 CONST = Value("const")
@@ -92,6 +105,7 @@ def evolve(obj, **changes):
     state = new.__dict__
     state.update(obj.__dict__)
     state.update(changes)
+    state.pop("_hash", None)  # Value.__hash__ of the copy is its own
     return new
 
 
