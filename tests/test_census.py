@@ -375,3 +375,21 @@ def test_a_checkpoint_format_walked_as_a_fork_has_the_cells_of_a_fresh_walk(pinn
     strip = lambda name: [{k: v for k, v in c.items() if k != "deployment"}  # noqa: E731
                           for c in forked.cells if c["deployment"] == name]
     assert strip("fp8/sm100") != strip("nvfp4/sm100")  # the format decides something
+
+
+@pytest.mark.wheels
+def test_a_census_stores_the_bodies_it_summarized_for_the_next_run(pinned_targets, tmp_path, monkeypatch):
+    """A census stores the summaries whose deferred bodies it filled once, at the end of each task
+    (not after every scan): the next census over the same cache summarizes no body again."""
+    import dynacheck.static.summary as summary
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name == "bf16/sm90"]
+    made: list[str] = []
+    real = summary.summarize_body
+    monkeypatch.setattr(summary, "summarize_body", lambda *args: made.append(args[0]) or real(*args))
+    first = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=["LlamaForCausalLM"])
+    assert made, "the first census summarizes deferred bodies"
+    made.clear()
+    second = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=["LlamaForCausalLM"])
+    assert made == [] and second.cells == first.cells

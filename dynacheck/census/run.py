@@ -119,6 +119,7 @@ def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = ""
     _WORKER["session"] = ScanSession.open(targets, cache_dir)
     if bodies:
         _WORKER["session"].cache.exchange = BodyExchange(Path(bodies))
+    _WORKER["session"].flush_each_scan = False  # _walk_chain stores the filled bodies once, at its end
     _WORKER["cache_dir"] = cache_dir
 
 
@@ -142,6 +143,7 @@ def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list
     finally:
         for deployment in chain:
             session.release(deployment.spec())
+        session.cache.flush()  # the bodies this task summarized, for the next census or scan
     return out
 
 

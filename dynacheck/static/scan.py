@@ -178,7 +178,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         first_break=_first_break(builder, signature, why_fullgraph,
                                  lambda: first_break(walk, findings, index, locator.display_path, builder.chain_along)),
     )
-    cache.flush()  # bodies summarized on demand during this scan: stored for the next one
+    if session.flush_each_scan:
+        cache.flush()  # bodies summarized on demand during this scan: stored for the next one
     if key is not None:
         result_cache.store(cache, key, result, [m.path for m in index.loaded() if not Path(m.path).is_dir()])
     return result
@@ -205,6 +206,9 @@ class ScanSession:
         self._files: list[Path] | None = None
         self._engines: dict[str, tuple] = {}  # deployment -> (facts, evaluator, boundaries), most recent last
         self._builder: FindingBuilder | None = None
+        # store the summaries whose bodies a scan filled after each scan; a census stores them once
+        # per task instead (a module's summary is pickled whole each time it is stored)
+        self.flush_each_scan = True
 
     def engine(self, spec: DeploymentSpec, fork_from: DeploymentSpec | None = None) -> tuple:
         """The deployment's facts and the evaluator that reads them, shared by every scan of this
