@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from dynacheck import model as m
-from dynacheck.static.ir import Expr
+from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.values import Evaluator, Scope, Value
 
 TRANSPARENT = "transparent"  # Dynamo inlines the function as if undecorated
@@ -146,8 +146,6 @@ class Boundaries:
         return TRANSPARENT, "", []
 
     def _is_overload_stub(self, func: Value) -> bool:
-        from dynacheck.static.ir import dotted
-
         summary = self.ev.index.function(func.module, func.name)
         return summary is not None and any((dotted(d) or "").endswith("overload") for d in summary.decorators)
 

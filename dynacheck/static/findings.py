@@ -19,6 +19,7 @@ from dynacheck.fixes.place import HopFacts, boundary_index, op_returns_ok, place
 from dynacheck.gate.fingerprint import assign_fingerprints
 from dynacheck.model import Condition, Finding, Fix, Hop, Outcome, Site, confidence_rank, severity_rank
 from dynacheck.static import reach
+from dynacheck.static.ir import dotted
 from dynacheck.static.index import Index
 from dynacheck.static.reach import Hit, NodeKey, Walk
 from dynacheck.static.values import weaker
@@ -371,8 +372,6 @@ class FindingBuilder:
 
     @staticmethod
     def _decorator_name(expr) -> str:
-        from dynacheck.static.ir import dotted
-
         head = expr[1] if expr and expr[0] == "c" else expr
         return dotted(head) or ""
 

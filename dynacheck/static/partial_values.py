@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted, render
-from dynacheck.static.value_types import Value
+from dynacheck.static.value_types import Value, allocation_label  # noqa: F401 - re-exported
 
 
 MAX_DEPTH = 10
@@ -296,23 +296,6 @@ def _label(value: Any) -> str:
     if isinstance(value, Partial):
         return f"<partial {allocation_label(value.func)} {[(k, _known_label(v)) for k, v in value.kwargs]}>"
     return repr(value)
-
-
-_ALLOCATIONS: dict = {}  # (id(expr), id(scope)) -> (number, expr, scope): both kept alive, so no id is reused
-
-
-def allocation_label(value: Value) -> str:
-    """An entity's name; an instance also names its allocation (`TopK(..., use_grouped_topk=False)` in
-    one layer is not the TopK of another), numbered in the order the walk first meets it."""
-    owner = value.self_cls.name if value.self_cls is not None else ""
-    where = ""
-    if value.expr is not None:
-        key = (id(value.expr), id(value.scope))
-        entry = _ALLOCATIONS.get(key)
-        if entry is None:
-            entry = _ALLOCATIONS[key] = (len(_ALLOCATIONS), value.expr, value.scope)
-        where = f" #{entry[0]}"
-    return f"<{value.kind} {value.module}:{value.name}{' of ' + owner if owner else ''}{where}>"
 
 
 def _known_label(known_value: Any) -> str:

@@ -143,9 +143,24 @@ def receiver_key(self_cls: Value | None) -> str:
         return ""
     if self_cls.expr is None:
         return self_cls.name
-    from dynacheck.static.partial_values import allocation_label
-
     return allocation_label(self_cls)
+
+
+_ALLOCATIONS: dict = {}  # (id(expr), id(scope)) -> (number, expr, scope): both kept alive, so no id is reused
+
+
+def allocation_label(value: Value) -> str:
+    """An entity's name; an instance also names its allocation (`TopK(..., use_grouped_topk=False)` in
+    one layer is not the TopK of another), numbered in the order the walk first meets it."""
+    owner = value.self_cls.name if value.self_cls is not None else ""
+    where = ""
+    if value.expr is not None:
+        key = (id(value.expr), id(value.scope))
+        entry = _ALLOCATIONS.get(key)
+        if entry is None:
+            entry = _ALLOCATIONS[key] = (len(_ALLOCATIONS), value.expr, value.scope)
+        where = f" #{entry[0]}"
+    return f"<{value.kind} {value.module}:{value.name}{' of ' + owner if owner else ''}{where}>"
 
 
 def with_conditions(value: Value, conditions: tuple) -> Value:
