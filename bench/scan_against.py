@@ -1,0 +1,79 @@
+"""Benchmark: the flagship scan of this checkout against another commit's, run alternately.
+
+`scan_bench.py` reports absolute times, which drift with the shared machine by tens of percent;
+a change to the walk's speed is measured here beside the code before it. Each round, for the other
+commit and then for this checkout: a cold scan in a new process (empty summary cache), then a warm
+one in another new process over that cache, the walk redone (the result cache not used).
+
+    git worktree add /tmp/before COMMIT
+    python bench/scan_against.py /tmp/before [--repeat 3] [--write bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from census_against import _commit  # bench/ is this script's folder
+from scan_bench import _replace_section
+
+SECTION = "## Flagship scan against the code before it, alternately on one machine"
+
+_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import dynacheck
+assert dynacheck.__file__.startswith(sys.argv[1]), dynacheck.__file__
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static.scan import scan_targets
+targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
+started = time.perf_counter()
+result = scan_targets(targets, [], "glm5", cache_dir=Path(sys.argv[2]), reuse=False)
+print(json.dumps({"seconds": time.perf_counter() - started, "findings": len(result.findings)}))
+"""
+
+
+def _scan(root: Path, cache: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(root), cache], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _round(root: Path) -> dict:
+    """A cold scan, then a warm one in a new process over the cache it filled (imports not counted)."""
+    with tempfile.TemporaryDirectory(prefix="dynacheck-scan-against-") as cache:
+        cold = _scan(root, cache)
+        warm = _scan(root, cache)
+    return {"cold": cold["seconds"], "warm": warm["seconds"], "findings": warm["findings"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("before", type=Path, help="a checkout (git worktree) of the commit to compare with")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--write", type=Path, default=None)
+    args = parser.parse_args()
+    here = Path(__file__).resolve().parent.parent
+    rounds = [(_round(args.before.resolve()), _round(here)) for _ in range(max(1, args.repeat))]
+    span = lambda runs, k: f"{min(r[k] for r in runs):.2f}-{max(r[k] for r in runs):.2f} s"  # noqa: E731
+    before, now = [b for b, _ in rounds], [n for _, n in rounds]
+    lines = [SECTION, "", f"Command: `git worktree add /tmp/before {_commit(args.before)} && python bench/scan_against.py "
+             f"/tmp/before --repeat {args.repeat} --write bench/RESULTS.md` (GLM-5 preset, sglang 0.5.9 + flashinfer "
+             "0.6.3, offline; each round: the commit before, then this checkout, each scan a new process)", "",
+             "| flagship scan | cold (empty summary cache) | warm (cache filled, walk redone) | findings |",
+             "| --- | --- | --- | --- |",
+             f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0]['findings']} |",
+             f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0]['findings']} |", ""]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        _replace_section(args.write, lines[0], text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
