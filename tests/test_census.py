@@ -322,11 +322,19 @@ def test_cells_are_the_same_whatever_the_number_of_jobs(pinned_targets, tmp_path
 
     models = ["LlamaForCausalLM", "DeepseekV3ForCausalLM", "ExaoneMoEForCausalLM", "BailingMoeForCausalLM"]
     wanted = [d for d in default_deployments() if d.name in ("bf16/sm90", "bf16/sm100", "fp8/sm100")]
-    one = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=models)
-    two = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=2, models=models)  # cache now warm
+    said: dict[int, list[str]] = {1: [], 2: []}
+    one = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=models, progress=said[1].append)
+    two = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=2, models=models,  # cache now warm
+                     progress=said[2].append)
     assert one.stats["jobs"] == 1 and two.stats["jobs"] == 2
     assert len(one.cells) == len(models) * len(wanted)
     assert one.cells == two.cells
+    # progress: one line per deployment of each half of the chain, read from the workers as they go
+    for jobs, lines in said.items():
+        passes = [line for line in lines if "deployment passes walked" in line]
+        assert [p.split()[1] for p in passes] == [f"{k}/6" for k in range(1, 7)], (jobs, lines)
+        assert lines[0].startswith(f"census: {len(models)} model classes") and f"walked in {jobs} process" in lines[0]
+        assert f"({len(models) * len(wanted)} forward x deployment pairs" in passes[-1]
     assert any(c["fatal_sites"] for c in one.cells) and any(c["conditional_sites"] for c in one.cells)
 
 

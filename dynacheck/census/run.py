@@ -8,11 +8,13 @@ Every scan of a worker shares one ScanSession, so each module summary is loaded 
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
+import queue
 import time
 import shutil
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -109,8 +111,10 @@ def cell_record(result: ScanResult) -> dict[str, Any]:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = "") -> None:
-    """`bodies`: the census's folder where its workers share deferred bodies (body_exchange.py)."""
+def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = "", passes=None) -> None:
+    """`bodies`: the census's folder where its workers share deferred bodies (body_exchange.py);
+    `passes`: where a worker puts `(deployment name, cells)` after each deployment of a task (a
+    multiprocessing queue the main process reads for its progress line, or a `_Progress`)."""
     from dynacheck.static.body_exchange import BodyExchange
     from dynacheck.static.scan import ScanSession
 
@@ -121,6 +125,7 @@ def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = ""
         _WORKER["session"].cache.exchange = BodyExchange(Path(bodies))
     _WORKER["session"].flush_each_scan = False  # _walk_chain stores the filled bodies once, at its end
     _WORKER["cache_dir"] = cache_dir
+    _WORKER["passes"] = passes
 
 
 def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list[list[tuple[str, dict[str, Any] | str]]]:
@@ -134,6 +139,8 @@ def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list
         for deployment, walk in zip(chain, entries):
             found = _walk_entries(deployment, walk, walked)
             out.append(found)
+            if _WORKER.get("passes") is not None:
+                _WORKER["passes"].put((deployment.name, len(found)))
             if any(isinstance(record, dict) and "refused" not in record for _, record in found):
                 if walked is not None:  # the next one forks from this one
                     session.release(walked)
@@ -198,6 +205,51 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
     return tasks
 
 
+class _Progress:
+    """The census's progress line: one step per deployment of each task (a chain's half), as the
+    workers report them, so a census of a minute says more than "0 of 2 parts"."""
+
+    def __init__(self, progress: Progress | None, steps: int) -> None:
+        self.progress, self.steps, self.done, self.cells = progress, steps, 0, 0
+
+    def put(self, item: tuple[str, int]) -> None:
+        name, cells = item
+        self.done += 1
+        self.cells += cells
+        if self.progress:
+            self.progress(f"census: {self.done}/{self.steps} deployment passes walked ({self.cells} forward x "
+                          f"deployment pairs, last {name})")
+
+
+def _in_workers(tasks: list, jobs: int, targets: list[Target], cache_dir: Path | None, passes: _Progress) -> list:
+    """Each task's output, in task order, walked by `jobs` worker processes; their progress reports
+    are read while they work."""
+    bodies = tempfile.mkdtemp(prefix="dynacheck-census-bodies-")
+    reports = multiprocessing.Queue()
+    executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(targets, cache_dir, bodies, reports))
+    try:
+        futures = [executor.submit(_walk_chain, chain, walks) for chain, walks in tasks]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=0.2)
+            _drain(reports, passes, block=False)
+        _drain(reports, passes, block=True)  # what the workers put just before their last result
+        return [future.result() for future in futures]
+    finally:
+        executor.shutdown()
+        reports.close()
+        shutil.rmtree(bodies, ignore_errors=True)
+
+
+def _drain(reports, passes: _Progress, block: bool) -> None:
+    while passes.done < passes.steps:
+        try:
+            item = reports.get(timeout=2.0) if block else reports.get_nowait()
+        except (queue.Empty, OSError, EOFError):
+            return
+        passes.put(item)
+
+
 def _sglang_root(targets: Sequence[Target]) -> Path:
     for target in targets:
         if (Path(target.root) / "sglang" / "srt" / "models").is_dir():
@@ -255,27 +307,19 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     entries = sorted(wanted, key=lambda e: -len(wanted[e]))
     tasks = _tasks(deployments, entries, wanted)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
-    done = 0
+    passes = _Progress(progress, sum(len(chain) for chain, _ in tasks))
+    if progress:
+        progress(f"census: {len(registered)} model classes, {len(entries)} distinct forwards x {len(deployments)} "
+                 f"deployments, walked in {jobs} process{'es' if jobs > 1 else ''}")
     if jobs == 1:
-        _init_worker(list(targets), cache_dir)
-        outputs = (_walk_chain(chain, walks) for chain, walks in tasks)
-        executor = None
+        _init_worker(list(targets), cache_dir, passes=passes)
+        outputs = [_walk_chain(chain, walks) for chain, walks in tasks]
     else:
-        bodies = tempfile.mkdtemp(prefix="dynacheck-census-bodies-")
-        executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(list(targets), cache_dir, bodies))
-        outputs = executor.map(_walk_chain, [chain for chain, _ in tasks], [walks for _, walks in tasks])
-    try:
-        for (chain, _), output in zip(tasks, outputs):
-            for deployment, found in zip(chain, output):
-                for entry, record in found:
-                    results[(entry, deployment.name)] = record
-            done += 1
-            if progress:
-                progress(f"census: {done}/{len(tasks)} parts walked ({len(results)} cells)")
-    finally:
-        if executor is not None:
-            executor.shutdown()
-            shutil.rmtree(bodies, ignore_errors=True)
+        outputs = _in_workers(tasks, jobs, list(targets), cache_dir, passes)
+    for (chain, _), output in zip(tasks, outputs):
+        for deployment, found in zip(chain, output):
+            for entry, record in found:
+                results[(entry, deployment.name)] = record
     for model in registered:
         if not model.entry and not model.not_compiled:
             continue
