@@ -44,16 +44,18 @@ def census(targets: tuple[str, ...], deployments_file: Path | None, models: tupl
         _compare(compare, out, command)
         return
     specs = targets or DEFAULT_TARGETS
+    deployments = load_deployments(deployments_file)  # a bad file is said before any download
     progress = StatusLine() if sys.stderr.isatty() else (lambda message: click.echo(message, err=True))
-    resolved = resolve_targets(specs, cache_dir=cache_dir, offline=offline)
-    if flashinfer_api:
-        _api(resolved, cache_dir, progress, fmt, out, out_dir, command)
-        return
-    deployments = load_deployments(deployments_file)
-    result = run_census(resolved, deployments, cache_dir=cache_dir, jobs=jobs, progress=progress,
-                        models=models).to_dict()
-    if isinstance(progress, StatusLine):
-        progress.close()
+    try:
+        resolved = resolve_targets(specs, cache_dir=cache_dir, offline=offline)
+        if flashinfer_api:
+            _api(resolved, cache_dir, progress, fmt, out, out_dir, command)
+            return
+        result = run_census(resolved, deployments, cache_dir=cache_dir, jobs=jobs, progress=progress,
+                            models=models).to_dict()
+    finally:
+        if isinstance(progress, StatusLine):
+            progress.close()  # also on an error: the error line is not drawn over by the status
     text = {"json": render.to_json, "markdown": lambda d: render.markdown(d, command),
             "html": lambda d: render.to_html(d, command), "terminal": render.terminal}[fmt](result)
     if out_dir is not None:
