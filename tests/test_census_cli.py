@@ -79,3 +79,9 @@ def test_a_model_name_that_is_not_registered_is_one_line_and_exit_2(pinned_targe
                              "--cache-dir", str(tmp_path / "cache")], capsys)
     assert code == 2 and stdout == ""
     assert "None of the --model names is registered" in err and "Traceback" not in err
+
+
+def test_the_flashinfer_api_census_refuses_html_before_any_work(tmp_path, capsys):
+    code, stdout, err = run(["census", "--flashinfer-api", "--format", "html", "--target", str(tmp_path)], capsys)
+    assert code == 2 and stdout == ""
+    assert "JSON or markdown, not HTML" in err and "Traceback" not in err

@@ -37,12 +37,16 @@ def census(targets: tuple[str, ...], deployments_file: Path | None, models: tupl
     from dynacheck.census import render
     from dynacheck.census.matrix import load_deployments
     from dynacheck.census.run import run_census
+    from dynacheck.errors import UserError
     from dynacheck.sources.resolve import resolve_targets
 
     command = "dynacheck census " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 1 else ""
     if compare:
         _compare(compare, out, command)
         return
+    if flashinfer_api and fmt == "html":
+        raise UserError("The FlashInfer API census is written as JSON or markdown, not HTML.",
+                        "Use --format json or --format markdown (or --out-dir for both).")
     specs = targets or DEFAULT_TARGETS
     deployments = load_deployments(deployments_file)  # a bad file is said before any download
     progress = StatusLine() if sys.stderr.isatty() else (lambda message: click.echo(message, err=True))
@@ -87,8 +91,9 @@ def _api(resolved, cache_dir, progress, fmt, out, out_dir, command) -> None:
             path = out_dir / f"census-flashinfer-{data['version']}.{suffix}"
             path.write_text(view(data), encoding="utf-8")
             click.echo(f"dynacheck: FlashInfer API census written to {path}", err=True)
-    text = views.get(fmt, views["markdown"])(data)
+    text = views.get(fmt, views["markdown"])(data)  # terminal: the markdown table
     if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
     elif out_dir is None:
         click.echo(text, nl=False)
