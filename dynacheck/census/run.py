@@ -205,6 +205,14 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
     return tasks
 
 
+def _one_failure(results: dict[tuple[str, str], dict[str, Any] | str]) -> str:
+    """The reason when every (forward, deployment) scan failed for the same one (the targets or the
+    deployments, not a model: e.g. a ServerArgs layout that cannot be read), else ''. A table of
+    a thousand identical error cells would hide it."""
+    reasons = set(results.values()) if all(isinstance(r, str) for r in results.values()) else set()
+    return reasons.pop() if len(reasons) == 1 else ""
+
+
 class _Progress:
     """The census's progress line: one step per deployment of each task (a chain's half), as the
     workers report them, so a census of a minute says more than "0 of 2 parts"."""
@@ -320,6 +328,9 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         for deployment, found in zip(chain, output):
             for entry, record in found:
                 results[(entry, deployment.name)] = record
+    reason = _one_failure(results)
+    if reason:
+        raise UserError(f"No cell of the census could be walked: {reason}")
     for model in registered:
         if not model.entry and not model.not_compiled:
             continue

@@ -23,6 +23,8 @@ class ServerArgsSchema:
     defaults: dict[str, Any] = field(default_factory=dict)  # field -> literal default
     fields: set[str] = field(default_factory=set)
     flags: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # --flag -> (dest, action, type)
+    # where the fields are declared when `class ServerArgs` declares none (a layout not read yet)
+    elsewhere: str = ""
 
 
 _SCHEMAS: dict[tuple, ServerArgsSchema] = {}  # cache: (path, mtime, size, disk cache) -> schema
@@ -56,10 +58,12 @@ def _stored_schema(path: Path, cache) -> ServerArgsSchema:
         return _read_schema(path)  # says why in one sentence
     name = f"server-args\0{hashlib.sha256(data).hexdigest()}"
     stored = cache.load_blob(name)
-    if isinstance(stored, dict) and set(stored) == {"defaults", "fields", "flags"}:
-        return ServerArgsSchema(dict(stored["defaults"]), set(stored["fields"]), dict(stored["flags"]))
+    if isinstance(stored, dict) and set(stored) == {"defaults", "fields", "flags", "elsewhere"}:
+        return ServerArgsSchema(dict(stored["defaults"]), set(stored["fields"]), dict(stored["flags"]),
+                                str(stored["elsewhere"]))
     schema = _read_schema(path)
-    cache.store_blob(name, {"defaults": schema.defaults, "fields": sorted(schema.fields), "flags": schema.flags})
+    cache.store_blob(name, {"defaults": schema.defaults, "fields": sorted(schema.fields), "flags": schema.flags,
+                            "elsewhere": schema.elsewhere})
     return schema
 
 
@@ -83,6 +87,9 @@ def _read_schema(path: Path) -> ServerArgsSchema:
                             pass
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
             _flag(node, schema, zero_arg_actions)
+    namespaces = path.parent / "arg_groups" / "fields"
+    if not schema.fields and namespaces.is_dir():
+        schema.elsewhere = str(namespaces)
     return schema
 
 
@@ -131,6 +138,15 @@ def apply_arguments(schema: ServerArgsSchema, text: str) -> tuple[dict[str, Any]
         tokens = shlex.split(text)
     except ValueError as exc:
         raise UserError(f"--server-args could not be split: {exc}.", "Quote it as one argument.") from None
+    if tokens and schema.elsewhere:
+        # sglang 0.5.23 declares its fields as msgspec namespaces in arg_groups/fields/*.py, resolved
+        # by a hook pipeline; reading that layout (and the code that reads `server_args.model.x`) is
+        # not done yet, and every flag would otherwise be "unknown"
+        raise UserError(f"--server-args: this SGLang declares its server arguments in {schema.elsewhere} "
+                        "(namespaces resolved at start-up), a layout dynacheck does not read yet, so no "
+                        "launch flag can be checked or applied.",
+                        "Scan an SGLang that declares them in server_args.py (0.5.9 and 0.5.10 do), "
+                        "or scan without --server-args and a preset.")
     i = 0
     while i < len(tokens):
         token = tokens[i]
