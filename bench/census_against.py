@@ -16,20 +16,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scan_bench import _replace_section  # bench/ is this script's folder
+from scan_bench import publish  # bench/ is this script's folder
 
 SECTION = "## Census against the code before it, alternately on one machine"
 
-_CHILD = r"""
+# A child's first lines: the checkout named by its first argument is the one imported; the targets.
+CHILD_PRELUDE = r"""
 import json, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import dynacheck
 assert dynacheck.__file__.startswith(sys.argv[1]), dynacheck.__file__
-from dynacheck.census.matrix import default_deployments
-from dynacheck.census.run import run_census
 from dynacheck.sources.resolve import resolve_target
 targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
+"""
+
+_CHILD = CHILD_PRELUDE + r"""
+from dynacheck.census.matrix import default_deployments
+from dynacheck.census.run import run_census
 with tempfile.TemporaryDirectory() as cache:
     times = []
     for _ in range(2):  # cold, then warm
@@ -40,9 +44,14 @@ print(json.dumps({"cold": times[0], "warm": times[1], "cells": len(census.cells)
 """
 
 
-def _census(root: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(root)], check=True, capture_output=True, text=True)
+def child(code: str, *args: str) -> dict:
+    """Run a child script (CHILD_PRELUDE first) in a new interpreter; its last line of output, as JSON."""
+    done = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _census(root: Path) -> dict:
+    return child(_CHILD, str(root))
 
 
 def _commit(root: Path) -> str:
@@ -66,10 +75,7 @@ def main() -> int:
              "| census | cold (empty summary cache) | warm (summary cache filled) | cells |", "| --- | --- | --- | --- |",
              f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0]['cells']} |",
              f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0]['cells']} |", ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        _replace_section(args.write, lines[0], text)
+    publish(lines, args.write)
     return 0
 
 

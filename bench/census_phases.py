@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scan_bench import _replace_section  # bench/ is this script's folder
+from scan_bench import publish  # bench/ is this script's folder
 
 import dynacheck.census.run as run
 import dynacheck.static.scan as scan
@@ -115,10 +115,7 @@ def main() -> int:
         fork_cells = (f"{dropped} | {again} | {equal}" if deployment.name in forks else "(first) | | ")
         lines.append(f"| {deployment.name} | {scans} | {seconds:.2f} | {fork_cells} | {gpu} | {quant} |")
     lines.append("")
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        _replace_section(args.write, lines[0], text)
+    publish(lines, args.write)
     return 0
 
 

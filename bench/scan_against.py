@@ -12,26 +12,17 @@ one in another new process over that cache, the walk redone (the result cache no
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from census_against import _commit  # bench/ is this script's folder
-from scan_bench import _replace_section
+from census_against import CHILD_PRELUDE, _commit, child  # bench/ is this script's folder
+from scan_bench import publish
 
 SECTION = "## Flagship scan against the code before it, alternately on one machine"
 
-_CHILD = r"""
-import json, sys, time
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-import dynacheck
-assert dynacheck.__file__.startswith(sys.argv[1]), dynacheck.__file__
-from dynacheck.sources.resolve import resolve_target
+_CHILD = CHILD_PRELUDE + r"""
 from dynacheck.static.scan import scan_targets
-targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
 started = time.perf_counter()
 result = scan_targets(targets, [], "glm5", cache_dir=Path(sys.argv[2]), reuse=False)
 print(json.dumps({"seconds": time.perf_counter() - started, "findings": len(result.findings)}))
@@ -39,8 +30,7 @@ print(json.dumps({"seconds": time.perf_counter() - started, "findings": len(resu
 
 
 def _scan(root: Path, cache: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(root), cache], check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return child(_CHILD, str(root), cache)
 
 
 def _round(root: Path) -> dict:
@@ -68,10 +58,7 @@ def main() -> int:
              "| --- | --- | --- | --- |",
              f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0]['findings']} |",
              f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0]['findings']} |", ""]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        _replace_section(args.write, lines[0], text)
+    publish(lines, args.write)
     return 0
 
 

@@ -79,10 +79,7 @@ def main() -> int:
         f"| peak RSS of the benchmark process | {peak_mb:.0f} MB |",
         "",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.write:
-        _replace_section(args.write, lines[0], text)
+    publish(lines, args.write)
     return 0
 
 
@@ -119,6 +116,14 @@ def _cores() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
+
+
+def publish(lines: list[str], write: Path | None) -> None:
+    """Print a section (its first line is its heading) and, with `write`, put it in that file."""
+    text = "\n".join(lines)
+    print(text)
+    if write:
+        _replace_section(write, lines[0], text)
 
 
 def _replace_section(path: Path, heading: str, text: str) -> None:
