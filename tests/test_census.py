@@ -401,3 +401,17 @@ def test_a_census_stores_the_bodies_it_summarized_for_the_next_run(pinned_target
     made.clear()
     second = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=["LlamaForCausalLM"])
     assert made == [] and second.cells == first.cells
+
+
+def test_the_api_census_report_says_what_safe_covers():
+    """A function reads safe when nothing in the scanned code breaks; the report says that calls into
+    unscanned packages (FlashInfer 0.7's CuTe DSL) are not followed, beside the count it qualifies."""
+    from dynacheck.census.flashinfer_api import api_markdown
+
+    data = {"target": "flashinfer-python==0", "deployment": {"gpu": "sm100"},
+            "functions": [{"function": "flashinfer.norm:rmsnorm", "safe": True, "fatal_sites": 0},
+                          {"function": "flashinfer.norm:other", "safe": False, "fatal_sites": 2}]}
+    text = api_markdown(data)
+    count = text.index("1 of 2 exported functions are safe")
+    assert text.index("covers the scanned code") > count and "cutlass.cute.compile" in text
+    assert "| `flashinfer.norm:rmsnorm` | yes | 0 |" in text
