@@ -415,3 +415,24 @@ def test_the_api_census_report_says_what_safe_covers():
     count = text.index("1 of 2 exported functions are safe")
     assert text.index("covers the scanned code") > count and "cutlass.cute.compile" in text
     assert "| `flashinfer.norm:rmsnorm` | yes | 0 |" in text
+
+
+def test_the_model_list_is_stored_and_read_again_only_when_a_file_it_read_changed(tmp_path, monkeypatch):
+    import ast
+
+    from dynacheck.static.cache import SummaryCache
+
+    root, cache = _tree(tmp_path / "tree"), SummaryCache(tmp_path / "cache")
+    first = registered_models(root, cache=cache)
+    parses: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, *a, **k: parses.append("x") or real(source, *a, **k))
+    assert registered_models(root, cache=cache) == first and parses == []  # from the store, nothing parsed
+    child = root / "sglang" / "srt" / "models" / "child.py"
+    child.write_text(child.read_text().replace("Plain, Empty, ", ""))  # a file it read changed
+    changed = {m.name for m in registered_models(root, cache=cache)}
+    assert parses and "Plain" not in changed and "ChildForCausalLM" in changed
+    parses.clear()
+    (root / "sglang" / "srt" / "models" / "extra.py").write_text(
+        "class ExtraForCausalLM:\n    def forward(self, x):\n        return x\nEntryClass = ExtraForCausalLM\n")
+    assert "ExtraForCausalLM" in {m.name for m in registered_models(root, cache=cache)} and parses  # a new file

@@ -10,11 +10,13 @@ and the reason (read from SGLang's runner and ModelConfig), never a walk of code
 from __future__ import annotations
 
 import ast
+import hashlib
 import multiprocessing
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 MODELS_PACKAGE = "sglang.srt.models"
 RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
@@ -41,9 +43,13 @@ class _Module:
     tree: ast.Module | None = None
 
 
-def _read(path: Path, name: str) -> _Module | None:
+def _read(path: Path, name: str, digests: dict[str, str | None] | None = None) -> _Module | None:
+    """`digests`: where the bytes read are recorded (path -> sha256), so a stored list can be checked."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        data = path.read_bytes()
+        if digests is not None:
+            digests[str(path)] = hashlib.sha256(data).hexdigest()
+        tree = ast.parse(data.decode("utf-8", errors="replace"))
     except (OSError, SyntaxError, ValueError):
         return None
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -89,11 +95,13 @@ class _Sources:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._modules: dict[str, _Module | None] = {}
+        self.read: dict[str, str | None] = {}  # every path looked up -> sha256 of its bytes, None if absent
 
     def module(self, name: str) -> _Module | None:
         if name not in self._modules:
             path = self.root / (name.replace(".", "/") + ".py")
-            self._modules[name] = _read(path, name) if path.is_file() else None
+            self.read.setdefault(str(path), None)
+            self._modules[name] = _read(path, name, self.read) if path.is_file() else None
         return self._modules[name]
 
     def find_class(self, module: str, name: str, depth: int = 0) -> tuple[str, ast.ClassDef] | None:
@@ -318,25 +326,59 @@ def resolve(sources: _Sources, module: str, name: str, draft: dict[str, str] | N
     return ModelEntry(name, module, entry, f"compiled module ({' -> '.join(how)})", takes_quant)
 
 
-def registered_models(sglang_root: Path, jobs: int = 1) -> list[ModelEntry]:
+def registered_models(sglang_root: Path, jobs: int = 1, cache=None) -> list[ModelEntry]:
     """Every class named in an `EntryClass` of `sglang/srt/models/*.py`, with its compiled forward.
 
     `sglang_root` is the folder holding the `sglang` package. With `jobs` > 1 the model files are
     read in that many forked processes (every other file each): parsing them is about 2 s of a
     census's start, before its workers have anything to walk. The list is the same either way.
+    With `cache` (the scan's SummaryCache) the list is stored with the digest of every file read for
+    it, and given back while none of them, nor the set of model files, has changed: a census of one
+    `--model` does not parse all the others again.
     """
     files = sorted((sglang_root / MODELS_PACKAGE.replace(".", "/")).glob("*.py"))
+    name = f"census-models\0{sglang_root}\0{_OWN_DIGEST}"
+    stored = cache.load_blob(name) if cache is not None else None
+    if _still_valid(stored, files):
+        return [ModelEntry(**entry) for entry in stored["entries"]]
     if jobs > 1 and len(files) > 1 and "fork" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("fork")  # the children need nothing but this module
         with ProcessPoolExecutor(jobs, mp_context=context) as pool:
             parts = list(pool.map(_registered_in, [sglang_root] * jobs, [files[i::jobs] for i in range(jobs)]))
-        by_file = {name: entries for part in parts for name, entries in part}
-        return [entry for path in files for entry in by_file.get(path.name, [])]
-    return [entry for _, entries in _registered_in(sglang_root, files) for entry in entries]
+    else:
+        parts = [_registered_in(sglang_root, files)]
+    by_file = {path: entries for part, _ in parts for path, entries in part}
+    found = [entry for path in files for entry in by_file.get(path.name, [])]
+    if cache is not None:
+        read = {path: digest for _, part_read in parts for path, digest in part_read.items()}
+        cache.store_blob(name, {"listing": [f.name for f in files], "files": read,
+                                "entries": [asdict(entry) for entry in found]})
+    return found
 
 
-def _registered_in(sglang_root: Path, files: list[Path]) -> list[tuple[str, list[ModelEntry]]]:
-    """The registered classes of these model files, per file (their bases are read where they are)."""
+_OWN_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]  # a new reader reads again
+
+
+def _still_valid(stored: Any, files: list[Path]) -> bool:
+    """A stored model list whose model files are the same set and whose every read file has the same
+    bytes (and every file it found absent is still absent)."""
+    if not isinstance(stored, dict) or set(stored) != {"listing", "files", "entries"}:
+        return False
+    if stored["listing"] != [f.name for f in files]:
+        return False
+    for path, digest in stored["files"].items():
+        try:
+            now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            now = None
+        if now != digest:
+            return False
+    return True
+
+
+def _registered_in(sglang_root: Path, files: list[Path]) -> tuple[list[tuple[str, list[ModelEntry]]], dict]:
+    """The registered classes of these model files, per file (their bases are read where they are),
+    and the digests of every file read for them."""
     sources = _Sources(sglang_root)
     draft, paths = draft_only_classes(sources), _language_model_paths(sources)
     out: list[tuple[str, list[ModelEntry]]] = []
@@ -345,4 +387,4 @@ def _registered_in(sglang_root: Path, files: list[Path]) -> list[tuple[str, list
         read = sources.module(module)  # one parse serves the EntryClass list and the class lookups
         out.append((path.name, [resolve(sources, module, name, draft, paths)
                                 for name in _registered(read.tree if read is not None else None)]))
-    return out
+    return out, sources.read

@@ -295,7 +295,11 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 cache_dir: Path | None, jobs: int | None, progress: Progress | None,
                 models: Sequence[str]) -> Census:
     started = time.perf_counter()
-    registered = registered_models(_sglang_root(targets), jobs=max(1, jobs or os.cpu_count() or 1))
+    from dynacheck.sources.cache import default_cache_dir
+    from dynacheck.static.cache import SummaryCache
+
+    cache = SummaryCache(cache_dir if cache_dir is not None else default_cache_dir())
+    registered = registered_models(_sglang_root(targets), jobs=max(1, jobs or os.cpu_count() or 1), cache=cache)
     if models:
         registered = [m for m in registered if m.name in set(models)]
         if not registered:
