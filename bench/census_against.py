@@ -59,22 +59,34 @@ def _commit(root: Path) -> str:
     return done.stdout.strip() or str(root)
 
 
-def main() -> int:
+def run_rounds(measure, default_repeat: int) -> tuple[argparse.Namespace, Path, list[dict], list[dict]]:
+    """Parse `BEFORE [--repeat N] [--write FILE]`, then run `measure(checkout)` for the other commit and
+    for this checkout, alternately, N times: (arguments, this checkout, its runs before, runs now)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("before", type=Path, help="a checkout (git worktree) of the commit to compare with")
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=default_repeat)
     parser.add_argument("--write", type=Path, default=None)
     args = parser.parse_args()
     here = Path(__file__).resolve().parent.parent
-    rounds = [(_census(args.before.resolve()), _census(here)) for _ in range(max(1, args.repeat))]
-    span = lambda runs, k: f"{min(r[k] for r in runs):.1f}-{max(r[k] for r in runs):.1f} s"  # noqa: E731
-    before, now = [b for b, _ in rounds], [n for _, n in rounds]
+    rounds = [(measure(args.before.resolve()), measure(here)) for _ in range(max(1, args.repeat))]
+    return args, here, [b for b, _ in rounds], [n for _, n in rounds]
+
+
+def table_rows(args: argparse.Namespace, here: Path, before: list[dict], now: list[dict], size: str,
+               digits: int) -> list[str]:
+    """The table's two rows: the cold and warm ranges of each side, and its size column."""
+    span = lambda runs, k: f"{min(r[k] for r in runs):.{digits}f}-{max(r[k] for r in runs):.{digits}f} s"  # noqa: E731
+    return [f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0][size]} |",
+            f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0][size]} |", ""]
+
+
+def main() -> int:
+    args, here, before, now = run_rounds(_census, default_repeat=2)
     lines = [SECTION, "", f"Command: `git worktree add /tmp/before {_commit(args.before)} && python bench/census_against.py "
              f"/tmp/before --repeat {args.repeat} --write bench/RESULTS.md` (sglang 0.5.9 + flashinfer 0.6.3, default "
              "matrix, 2 jobs, offline; each round: the commit before, then this checkout)", "",
              "| census | cold (empty summary cache) | warm (summary cache filled) | cells |", "| --- | --- | --- | --- |",
-             f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0]['cells']} |",
-             f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0]['cells']} |", ""]
+             *table_rows(args, here, before, now, "cells", 1)]
     publish(lines, args.write)
     return 0
 

@@ -11,12 +11,11 @@ one in another new process over that cache, the walk redone (the result cache no
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-from census_against import CHILD_PRELUDE, _commit, child  # bench/ is this script's folder
+from census_against import CHILD_PRELUDE, _commit, child, run_rounds, table_rows  # bench/ is this script's folder
 from scan_bench import publish
 
 SECTION = "## Flagship scan against the code before it, alternately on one machine"
@@ -42,22 +41,13 @@ def _round(root: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("before", type=Path, help="a checkout (git worktree) of the commit to compare with")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--write", type=Path, default=None)
-    args = parser.parse_args()
-    here = Path(__file__).resolve().parent.parent
-    rounds = [(_round(args.before.resolve()), _round(here)) for _ in range(max(1, args.repeat))]
-    span = lambda runs, k: f"{min(r[k] for r in runs):.2f}-{max(r[k] for r in runs):.2f} s"  # noqa: E731
-    before, now = [b for b, _ in rounds], [n for _, n in rounds]
+    args, here, before, now = run_rounds(_round, default_repeat=3)
     lines = [SECTION, "", f"Command: `git worktree add /tmp/before {_commit(args.before)} && python bench/scan_against.py "
              f"/tmp/before --repeat {args.repeat} --write bench/RESULTS.md` (GLM-5 preset, sglang 0.5.9 + flashinfer "
              "0.6.3, offline; each round: the commit before, then this checkout, each scan a new process)", "",
              "| flagship scan | cold (empty summary cache) | warm (cache filled, walk redone) | findings |",
              "| --- | --- | --- | --- |",
-             f"| before ({_commit(args.before)}) | {span(before, 'cold')} | {span(before, 'warm')} | {before[0]['findings']} |",
-             f"| this checkout ({_commit(here)}) | {span(now, 'cold')} | {span(now, 'warm')} | {now[0]['findings']} |", ""]
+             *table_rows(args, here, before, now, "findings", 2)]
     publish(lines, args.write)
     return 0
 

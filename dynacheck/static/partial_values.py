@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from dynacheck.deploy.facts import UNKNOWN as FACT_UNKNOWN
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted, render
-from dynacheck.static.value_types import Value, allocation_label  # noqa: F401 - re-exported
+from dynacheck.static.value_types import Value, allocation_label
 
 
 MAX_DEPTH = 10

@@ -322,7 +322,7 @@ class Reacher:
 
     def _link(self, node: Node, action: tuple, result: Walk, queue: deque) -> None:
         """A recorded call out of `node`: its callee's node, reached first or again."""
-        _, call, func, bound, key, confidence, note, conditions, chained = action
+        key, conditions = action[4], action[7]  # the node is built (`_edge`) only when the walk keeps it
         conditional = node.conditional or bool(conditions)
         existing = result.nodes.get(key)
         if existing is not None:
