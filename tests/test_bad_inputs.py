@@ -364,7 +364,9 @@ def test_stopping_dynacheck_trace_stops_the_traced_command(tmp_path):
     import time
 
     child_pid = tmp_path / "child.pid"
-    script = f"import os, time; open({str(child_pid)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    # the pid file appears whole (written aside, then renamed): seen before its write, it read as ''
+    script = (f"import os, time; open({str(child_pid) + '.tmp'!r}, 'w').write(str(os.getpid())); "
+              f"os.replace({str(child_pid) + '.tmp'!r}, {str(child_pid)!r}); time.sleep(120)")
     environ = {**os.environ, "PYTHONPATH": str(corpus.REPO)}
     trace = subprocess.Popen([sys.executable, "-m", "dynacheck", "trace", "--out", str(tmp_path / "t"), "--",
                               sys.executable, "-c", script], env=environ, stdout=subprocess.PIPE,
