@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -310,6 +311,58 @@ def test_compare_sorts_cells_into_fixed_broken_changed():
     diff = compare(old, new)
     assert [c["model"] for c in diff["fixed"]] == ["A"] and diff["added_models"] == ["B"]
     assert not diff["broken"] and "fixed (fatal before, none after): 1" in compare_markdown(diff)
+
+
+def test_compare_names_cells_that_stop_or_start_being_applicable():
+    """A release that drops the launch flag: the cell is not "fixed" and its model not "removed"."""
+    from dynacheck.census.compare import compare, compare_markdown
+
+    old, new = _data(), _data()
+    why = "this SGLang has no launch flag --enable-piecewise-cuda-graph"
+    new["cells"] = [dict(old["cells"][0], model="B")]
+    new["not_applicable"] = [{"model": "A", "deployment": "q/sm1", "reason": why}]
+    diff = compare(old, new)
+    assert not diff["fixed"] and diff["removed_models"] == [] and diff["added_models"] == ["B"]
+    assert diff["not_applicable_after"] == [{"model": "A", "deployment": "q/sm1", "fatal_before": 2,
+                                             "reason_after": why}]
+    text = compare_markdown(diff)
+    assert "walked before, not applicable after: 1 (1 of them fatal before)" in text and f"| 1 | {why} |" in text
+    back = compare(new, old)
+    assert [(c["model"], c["fatal_after"]) for c in back["applicable_after"]] == [("A", 2)]
+
+
+def test_a_deployment_the_framework_does_not_start_is_said_once():
+    data = _data()
+    why = "this SGLang has no launch flag --enable-piecewise-cuda-graph (read from sglang/srt/server_args.py)"
+    data["deployments"][1]["refused"] = why
+    data["not_applicable"] = [{"model": "A", "deployment": "q/sm2", "reason": why}]
+    md = render.markdown(data)
+    assert f"1 of 2 deployments do not start on this SGLang (q/sm2): {why}; every cell of them is n/a." in md
+    assert f"- A: {why}" not in md  # not repeated per model at the end
+    assert why in render.to_html(data)
+
+
+def test_the_census_refuses_a_deployment_whose_flag_the_sglang_lacks(tmp_path):
+    """Checked once per deployment from the sources, before any walk: every cell n/a for that reason."""
+    from dynacheck.census.matrix import CensusDeployment
+    from dynacheck.census.run import run_census
+    from dynacheck.model import Target
+
+    root = _tree(tmp_path)
+    ns = Path(__file__).parent / "fixtures" / "deploy_ns" / "nsfx"
+    srt = root / "sglang" / "srt"
+    (srt / "server_args.py").write_text((ns / "server_args.py").read_text().replace("nsfx", "sglang.srt"))
+    shutil.copytree(ns / "arg_groups", srt / "arg_groups")
+    deployments = [CensusDeployment(name="bf16/sm90", server_args="--enable-piecewise-cuda-graph", gpu="sm90"),
+                   CensusDeployment(name="fast/sm90", server_args="--enable-fast-path", gpu="sm90")]
+    census = run_census([Target(str(root), "sglang", "0", str(root), "folder")], deployments[:1],
+                        cache_dir=tmp_path / "cache", jobs=1).to_dict()
+    assert not census["cells"] and census["not_applicable"]
+    assert all("no launch flag --enable-piecewise-cuda-graph" in r["reason"]
+               and "arg_groups/fields/" in r["reason"] for r in census["not_applicable"])
+    assert "unrecognized arguments" in census["deployments"][0]["refused"]
+    from dynacheck.deploy.build import unstartable
+    assert unstartable([root], deployments[1].server_args) == ""
 
 
 @pytest.mark.wheels

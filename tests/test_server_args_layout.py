@@ -1,5 +1,5 @@
-"""SGLang's ServerArgs layouts: the dataclass of server_args.py (0.5.9, 0.5.10) is read; the namespaces
-of arg_groups/fields/ (0.5.23) are not yet, and a scan or census that passes launch flags says so once
+"""SGLang's ServerArgs layouts: the dataclass of server_args.py (0.5.9, 0.5.10) and the namespaces of
+arg_groups/fields/ (0.5.23, tests/fixtures/deploy_ns) are both read; a layout with neither says so once
 instead of calling every flag unknown."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from dynacheck.census.run import _one_failure
-from dynacheck.deploy.server_args import apply_arguments, read_schema
+from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
+from dynacheck.static.scan import scan_roots
 
 DATACLASS = (
     "import argparse\nfrom dataclasses import dataclass\n\n@dataclass\nclass ServerArgs:\n"
@@ -43,11 +45,74 @@ def test_the_dataclass_layout_is_read_and_applied(tmp_path):
     assert values["quantization"] == "fp8" and values["tp_size"] == 8
 
 
-def test_namespaced_server_args_are_named_as_the_reason_once_flags_are_given(tmp_path):
-    schema = read_schema(_tree(tmp_path, NAMESPACED, namespaces=True))
+NSFX = Path(__file__).parent / "fixtures" / "deploy_ns"
+
+
+def _ns_scan(scan_cache, **deployment):
+    spec = DeploymentSpec(framework=NSFX / "nsfx.toml", gpu="sm120", **deployment)
+    return scan_roots([NSFX], ["nsfx.model:Model.forward"], cache_dir=scan_cache, deployment=spec)
+
+
+def test_namespaced_fields_give_their_flags_defaults_and_segments():
+    """sglang 0.5.23: `name: A[T, "help" | Arg(...)] = default` in a `_NS_PATH` class is field `name`
+    with flag `--name` (plus aliases), dest the field, `bool` a store_true; `no_cli` gives no flag."""
+    schema = read_schema(NSFX / "nsfx" / "server_args.py")
+    assert schema.elsewhere == ""
+    assert {"enable_fast_path", "graph_backend", "max_tokens", "scale", "disable_graphs", "internal"} <= schema.fields
+    assert schema.flags["--enable-fast-path"] == ("enable_fast_path", "store_true", "")
+    assert schema.flags["--max-tokens"] == schema.flags["--max-graph-tokens"] == ("max_tokens", "store", "int")
+    assert schema.flags["--scale"] == ("scale", "store", "float")
+    assert schema.flags["--graph-backend"] == ("graph_backend", "store", "")  # Literal of str: the text
+    assert "--disable-graphs-field" not in schema.flags and "--internal" not in schema.flags
+    # the deprecated spelling registered in server_args.py names an action of argparse_actions.py
+    assert schema.flags["--disable-graphs"] == ("disable_graphs", "store_true", "")
+    assert schema.defaults["max_tokens"] == 2048 and schema.defaults["enable_fast_path"] is False
+    # resolvable: a start-up hook may set it, so its declared "full" is not what the code reads
+    assert "graph_backend" in schema.resolvable and "graph_backend" not in schema.defaults
+    assert {"exec", "graph"} <= schema.segments
+
+
+def test_namespaced_flags_are_applied_the_way_argparse_would():
+    schema = read_schema(NSFX / "nsfx" / "server_args.py")
+    values, given = apply_arguments(schema, "--enable-fast-path --max-graph-tokens 512 --scale=0.5 --disable-graphs")
+    assert (values["enable_fast_path"], values["max_tokens"], values["scale"], values["disable_graphs"]) == \
+        (True, 512, 0.5, True)
+    with pytest.raises(UnknownFlag, match="no flag --enable-piecewise-cuda-graph") as info:
+        apply_arguments(schema, "--enable-piecewise-cuda-graph")
+    assert info.value.flag == "--enable-piecewise-cuda-graph"
+
+
+def test_a_config_bag_read_through_its_namespace_is_the_server_args(scan_cache):
+    """`get_exec().graph.enable_fast_path` reads the flat field: off by default, on with the flag."""
+    quiet = _ns_scan(scan_cache)
+    callees = {f.site.callee: f for f in quiet.findings}
+    assert "builtins.print" not in callees
+    # resolvable and not given: both branches stay, the nvcc run conditional on the flag
+    assert callees["subprocess.run"].conditions
+    assert any("graph_backend" in c.text for c in callees["subprocess.run"].conditions)
+    loud = {f.site.callee: f for f in _ns_scan(scan_cache, server_args="--enable-fast-path --graph-backend breakable")
+            .findings}
+    assert not loud["builtins.print"].conditions and not loud["subprocess.run"].conditions
+    assert "subprocess.run" not in {f.site.callee for f in
+                                    _ns_scan(scan_cache, server_args="--graph-backend full").findings}
+
+
+def test_a_census_deployment_with_a_flag_the_framework_lacks_does_not_start(scan_cache):
+    """A census cell's launch flag that this SGLang's parser lacks: argparse exits, nothing compiles;
+    a scan's --server-args keeps calling it the user's mistake."""
+    with pytest.raises(UnknownFlag):
+        _ns_scan(scan_cache, server_args="--enable-piecewise-cuda-graph")
+    refused = _ns_scan(scan_cache, server_args="--enable-piecewise-cuda-graph", refuse_unknown_flags=True)
+    assert "no launch flag --enable-piecewise-cuda-graph" in refused.deployment["refused"]
+    assert "unrecognized arguments" in refused.deployment["refused"]
+    assert any(p.kind == "refused" for p in refused.problems)
+
+
+def test_a_fields_folder_without_a_readable_namespace_is_named_once_flags_are_given(tmp_path):
+    schema = read_schema(_tree(tmp_path, NAMESPACED, namespaces=True))  # classes without _NS_PATH
     assert schema.elsewhere.endswith("arg_groups/fields")
     assert apply_arguments(schema, "")[0] == {}  # no flag given: nothing to check, nothing refused
-    with pytest.raises(UserError, match="arg_groups/fields .*does not read yet") as info:
+    with pytest.raises(UserError, match="arg_groups/fields, where dynacheck finds no field") as info:
         apply_arguments(schema, "--quantization fp8")
     assert "no flag" not in str(info.value)
 

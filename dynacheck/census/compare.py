@@ -15,11 +15,25 @@ def _first(cell: dict[str, Any]) -> str:
     return f"{first['gb_id'] or 'fatal'} {first['function']}" if first else "-"
 
 
+def _models(census: dict[str, Any]) -> set[str]:
+    """Every model the census names: walked, not applicable, or not walked."""
+    return {c["model"] for key in ("cells", "not_applicable", "errors") for c in census.get(key, [])}
+
+
+def _applicability(before: dict, after: dict, old: dict[str, Any], new: dict[str, Any]) -> dict[str, list]:
+    """Cells walked on one side and n/a on the other (e.g. a release that drops the launch flag)."""
+    old_na = {_key(c): c["reason"] for c in old.get("not_applicable", [])}
+    new_na = {_key(c): c["reason"] for c in new.get("not_applicable", [])}
+    return {"not_applicable_after": [{"model": k[0], "deployment": k[1], "fatal_before": before[k]["fatal_sites"],
+                                      "reason_after": new_na[k]} for k in sorted(before.keys() & new_na.keys())],
+            "applicable_after": [{"model": k[0], "deployment": k[1], "fatal_after": after[k]["fatal_sites"],
+                                  "reason_before": old_na[k]} for k in sorted(after.keys() & old_na.keys())]}
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     before = {_key(c): c for c in old["cells"]}
     after = {_key(c): c for c in new["cells"]}
-    old_models = {c["model"] for c in old["cells"]}
-    new_models = {c["model"] for c in new["cells"]}
+    old_models, new_models = _models(old), _models(new)
     changed = []
     for key in sorted(before.keys() & after.keys()):
         a, b = before[key], after[key]
@@ -32,7 +46,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
             "fixed": [c for c in changed if c["fatal_before"] and not c["fatal_after"]],
             "broken": [c for c in changed if not c["fatal_before"] and c["fatal_after"]],
             "changed": [c for c in changed if c["fatal_before"] and c["fatal_after"]],
-            "same": len(before.keys() & after.keys()) - len(changed)}
+            "same": len(before.keys() & after.keys()) - len(changed)} | _applicability(before, after, old, new)
 
 
 def compare_markdown(diff: dict[str, Any], command: str = "") -> str:
@@ -45,7 +59,16 @@ def compare_markdown(diff: dict[str, Any], command: str = "") -> str:
             f"- newly broken (clean before, fatal after): {len(diff['broken'])}",
             f"- still fatal, count or first break changed: {len(diff['changed'])}",
             f"- models added: {len(diff['added_models'])} ({', '.join(diff['added_models']) or '-'})",
-            f"- models removed: {len(diff['removed_models'])} ({', '.join(diff['removed_models']) or '-'})", ""]
+            f"- models removed: {len(diff['removed_models'])} ({', '.join(diff['removed_models']) or '-'})",
+            f"- walked before, not applicable after: {len(diff.get('not_applicable_after', []))} "
+            f"({sum(1 for c in diff.get('not_applicable_after', []) if c['fatal_before'])} of them fatal before)",
+            f"- not applicable before, walked after: {len(diff.get('applicable_after', []))}", ""]
+    reasons: dict[str, int] = {}
+    for cell in diff.get("not_applicable_after", []):
+        reasons[cell["reason_after"]] = reasons.get(cell["reason_after"], 0) + 1
+    if reasons:
+        out += ["## Walked before, not applicable after", "", "| cells | why, after |", "|---|---|"]
+        out += [f"| {n} | {why} |" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])] + [""]
     for title, key in (("Fixed", "fixed"), ("Newly broken", "broken"), ("Changed", "changed")):
         if not diff[key]:
             continue

@@ -29,7 +29,7 @@ class CensusDeployment:
 
     def spec(self) -> DeploymentSpec:
         return DeploymentSpec(server_args=self.server_args or None, gpu=self.gpu or None,
-                              platform=self.platform or None, env=dict(self.env))
+                              platform=self.platform or None, env=dict(self.env), refuse_unknown_flags=True)
 
     def family(self) -> tuple:
         """What the deployment shares with those a census walks as forks of one evaluator: all but

@@ -47,14 +47,27 @@ def what_breaks_most(data: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
             "any_fatal_site": anywhere.most_common(TOP)}
 
 
+def refusals(data: dict[str, Any]) -> dict[str, list[str]]:
+    """Reason -> the deployments this framework does not start at all (e.g. a launch flag it lacks)."""
+    out: dict[str, list[str]] = {}
+    for deployment in data["deployments"]:
+        if deployment.get("refused"):
+            out.setdefault(deployment["refused"], []).append(deployment["name"])
+    return out
+
+
 def _summary_lines(data: dict[str, Any]) -> list[str]:
     cells = data["cells"]
     broken = sum(1 for c in cells if c["fatal_sites"])
-    return [f"- {len(cells)} cells walked ({data['stats'].get('models', '?')} registered model classes x "
-            f"{len(data['deployments'])} deployments; {data['stats'].get('forwards', '?')} distinct forwards), "
-            f"{broken} with at least one unconditional fatal site under piecewise CUDA graphs (fullgraph).",
-            f"- {len(data['not_applicable'])} cells not applicable (reason read from the sources), "
-            f"{len(data['errors'])} model/cell entries could not be walked (listed at the end)."]
+    refused = [f"- {len(names)} of {len(data['deployments'])} deployments do not start on this SGLang "
+               f"({', '.join(names)}): {reason}; every cell of them is n/a."
+               for reason, names in refusals(data).items()]
+    return refused + [
+        f"- {len(cells)} cells walked ({data['stats'].get('models', '?')} registered model classes x "
+        f"{len(data['deployments'])} deployments; {data['stats'].get('forwards', '?')} distinct forwards), "
+        f"{broken} with at least one unconditional fatal site under piecewise CUDA graphs (fullgraph).",
+        f"- {len(data['not_applicable'])} cells not applicable (reason read from the sources), "
+        f"{len(data['errors'])} model/cell entries could not be walked (listed at the end)."]
 
 
 def markdown(data: dict[str, Any], command: str = "") -> str:
@@ -101,7 +114,7 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
         out.append("")
     if data["not_applicable"] or data["errors"]:
         out += ["## Not applicable / not walked", ""]
-        seen = set()
+        seen = {(item["model"], reason) for reason in refusals(data) for item in data["not_applicable"]}
         for item in data["not_applicable"] + data["errors"]:
             key = (item["model"], item["reason"])
             if key not in seen:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from dynacheck.census.matrix import CensusDeployment
 from dynacheck.census.models import ModelEntry, registered_models
-from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.deploy.build import DeploymentSpec, unstartable
 from dynacheck.errors import UserError
 from dynacheck.model import Finding, PlanEntry, ScanResult, Target
 
@@ -305,15 +305,21 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         if not registered:
             raise UserError("None of the --model names is registered by the scanned SGLang.",
                             "Names are class names from an EntryClass list, e.g. GlmMoeDsaForCausalLM.")
-    census = Census([t.spec for t in targets], [d.to_dict() for d in deployments])
+    # a deployment whose launch flags this SGLang lacks never starts: every cell of it is n/a for
+    # that one reason, before any reason of a model's (sglang 0.5.23 has no --enable-piecewise-cuda-graph)
+    refused = {d.name: why for d in deployments
+               if (why := unstartable([Path(t.root) for t in targets], d.server_args, cache))}
+    census = Census([t.spec for t in targets],
+                    [d.to_dict() | ({"refused": refused[d.name]} if d.name in refused else {}) for d in deployments])
     wanted: dict[str, list[CensusDeployment]] = {}
     for model in registered:
         if not model.entry:
-            if not model.not_compiled:
+            if not model.not_compiled and len(refused) < len(deployments):
                 census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
             continue
         for deployment in deployments:
-            if _not_applicable(model, deployment) is None and deployment not in wanted.setdefault(model.entry, []):
+            if deployment.name not in refused and _not_applicable(model, deployment) is None \
+                    and deployment not in wanted.setdefault(model.entry, []):
                 wanted[model.entry].append(deployment)
     results: dict[tuple[str, str], dict[str, Any] | str] = {}
     entries = sorted(wanted, key=lambda e: -len(wanted[e]))
@@ -336,10 +342,10 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     if reason:
         raise UserError(f"No cell of the census could be walked: {reason}")
     for model in registered:
-        if not model.entry and not model.not_compiled:
+        if not model.entry and not model.not_compiled and len(refused) < len(deployments):
             continue
         for deployment in deployments:
-            reason = _not_applicable(model, deployment)
+            reason = refused.get(deployment.name) or _not_applicable(model, deployment)
             base = {"model": model.name, "module": model.module, "deployment": deployment.name}
             if reason:
                 census.not_applicable.append(base | {"reason": reason})

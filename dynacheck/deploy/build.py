@@ -15,8 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, Deployment
-from dynacheck.deploy.server_args import apply_arguments, read_schema
+from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deployment
+from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
 
 try:
@@ -38,6 +38,9 @@ class DeploymentSpec:
     platform: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     framework: Path | None = None  # a framework facts file (default: the preset's, e.g. presets/sglang.toml)
+    # a census cell: a launch flag the scanned SGLang lacks makes the deployment one that does not start
+    # (argparse exits on it), where a scan's --server-args reports it as the user's mistake
+    refuse_unknown_flags: bool = False
 
     @property
     def empty(self) -> bool:
@@ -110,7 +113,17 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     server_file = _framework_file(locator, facts.get("server_args_file", ""))
     if server_file is not None:
         schema = read_schema(server_file, cache)
-        deployment.server_args, deployment.server_args_given = apply_arguments(schema, arguments)
+        try:
+            deployment.server_args, deployment.server_args_given = apply_arguments(schema, arguments)
+        except UnknownFlag as exc:
+            if not spec.refuse_unknown_flags:
+                raise
+            deployment.server_args, deployment.server_args_given = dict(schema.defaults), tuple(arguments.split())
+            deployment.refused = unknown_flag_reason(exc, server_file, schema)
+        for name in QUANT_ARGS & schema.resolvable:
+            # resolved at start-up from the checkpoint when not given (arg_groups: resolvable=True)
+            deployment.server_args.setdefault(name, quantization_of(deployment.model_config) or None)
+        deployment.server_args_segments = tuple(sorted(schema.segments))
         for name, value in preset.get("server_args_derived", {}).items():
             if deployment.server_args.get(name) is None:  # what __post_init__ sets when the flag is not given
                 deployment.server_args[name] = value
@@ -176,6 +189,34 @@ def _registry_name(path: Path, quantization: str) -> str:
                 if isinstance(key, ast.Constant) and key.value == quantization and isinstance(value, ast.Name):
                     return value.id
     return ""
+
+
+def unknown_flag_reason(exc: UnknownFlag, server_file: Path, schema) -> str:
+    """Why a deployment with a flag the framework lacks does not start (argparse exits on it)."""
+    return (f"this SGLang has no launch flag {exc.flag} (read from {_relative(server_file)}"
+            f"{' and arg_groups/fields/' if schema.segments else ''}): its argument parser "
+            "exits with 'unrecognized arguments' before a model is loaded")
+
+
+def unstartable(roots: list[Path], arguments: str, cache=None, framework: str = "sglang") -> str:
+    """Why the framework under one of `roots` refuses these launch arguments ("" when it takes them)."""
+    relative = load_framework(framework).get("server_args_file", "")
+    server_file = next((Path(r) / relative for r in roots if relative and (Path(r) / relative).is_file()), None)
+    if server_file is None:
+        return ""
+    schema = read_schema(server_file, cache)
+    try:
+        apply_arguments(schema, arguments)
+    except UnknownFlag as exc:
+        return unknown_flag_reason(exc, server_file, schema)
+    return ""
+
+
+def _relative(path: Path) -> str:
+    """`sglang/srt/server_args.py` out of a path into an unpacked tree."""
+    parts = path.parts
+    last = len(parts) - 1 - parts[::-1].index("sglang") if "sglang" in parts else len(parts) - 1
+    return "/".join(parts[last:])
 
 
 def _framework_file(locator, relative: str) -> Path | None:

@@ -44,6 +44,8 @@ class Deployment:
     env_complete: bool = False  # True: a variable not in `env` is unset (a deployment was given)
     server_args: dict[str, Any] = field(default_factory=dict)  # ServerArgs field -> value
     server_args_given: tuple[str, ...] = ()  # the launch arguments as the user wrote them
+    # namespace path parts of the server args (sglang >= 0.5.23: `get_exec().graph.x` is field x)
+    server_args_segments: tuple[str, ...] = ()
     model_config: dict[str, Any] = field(default_factory=dict)  # the HF config.json values
     quantization: str = ""  # SGLang's quantization method name, e.g. modelopt_fp4
     runtime: dict[str, Any] = field(default_factory=dict)  # module.global -> value while the runner compiles

@@ -1,8 +1,9 @@
 """SGLang's launch arguments, read against the scanned `ServerArgs` source (never imported).
 
 The dataclass gives each field its default (literal defaults only; the rest stay unknown), the
-`add_argument` calls give the flag spellings, their `dest`, `action` and `type`. The user's
-arguments are then applied on top, the way argparse would.
+`add_argument` calls give the flag spellings, their `dest`, `action` and `type`. SGLang 0.5.23 moved
+the fields into namespaces under `arg_groups/fields/` (server_args_namespaces.py reads them). The
+user's arguments are then applied on top, the way argparse would.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dynacheck.deploy.server_args_namespaces import read_namespaces
 from dynacheck.errors import UserError
 
 
@@ -23,8 +25,12 @@ class ServerArgsSchema:
     defaults: dict[str, Any] = field(default_factory=dict)  # field -> literal default
     fields: set[str] = field(default_factory=set)
     flags: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # --flag -> (dest, action, type)
-    # where the fields are declared when `class ServerArgs` declares none (a layout not read yet)
+    # where the fields are declared when `class ServerArgs` declares none and no layout read finds any
     elsewhere: str = ""
+    segments: set[str] = field(default_factory=set)  # namespace path parts (`exec`, `graph`): read through
+    resolvable: set[str] = field(default_factory=set)  # set by a start-up hook unless given: no default
+
+_STORED = ("defaults", "fields", "flags", "elsewhere", "segments", "resolvable")
 
 
 _SCHEMAS: dict[tuple, ServerArgsSchema] = {}  # cache: (path, mtime, size, disk cache) -> schema
@@ -37,8 +43,8 @@ def read_schema(path: Path, cache=None) -> ServerArgsSchema:
     scan's summary cache given, across processes too (a warm scan does not re-read 5,000 lines).
     """
     try:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size, str(getattr(cache, "folder", "")))
+        key = (tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in _inputs(path)),
+               str(getattr(cache, "folder", "")))
     except OSError:
         key = None
     if key is not None and key in _SCHEMAS:
@@ -49,21 +55,34 @@ def read_schema(path: Path, cache=None) -> ServerArgsSchema:
     return schema
 
 
+def _inputs(path: Path) -> list[Path]:
+    """Every file the schema is read from: server_args.py, and where present the namespace files and
+    the argparse actions they name."""
+    groups = path.parent / "arg_groups"
+    extra = sorted((groups / "fields").glob("*.py")) if (groups / "fields").is_dir() else []
+    if extra and (groups / "argparse_actions.py").is_file():
+        extra.append(groups / "argparse_actions.py")
+    return [path, *extra]
+
+
 def _stored_schema(path: Path, cache) -> ServerArgsSchema:
     if cache is None or getattr(cache, "folder", None) is None:
         return _read_schema(path)
+    digest = hashlib.sha256()
     try:
-        data = path.read_bytes()
+        for part in _inputs(path):
+            digest.update(part.name.encode() + b"\0" + part.read_bytes())
     except OSError:
         return _read_schema(path)  # says why in one sentence
-    name = f"server-args\0{hashlib.sha256(data).hexdigest()}"
+    name = f"server-args\0{digest.hexdigest()}"
     stored = cache.load_blob(name)
-    if isinstance(stored, dict) and set(stored) == {"defaults", "fields", "flags", "elsewhere"}:
+    if isinstance(stored, dict) and set(stored) == set(_STORED):
         return ServerArgsSchema(dict(stored["defaults"]), set(stored["fields"]), dict(stored["flags"]),
-                                str(stored["elsewhere"]))
+                                str(stored["elsewhere"]), set(stored["segments"]), set(stored["resolvable"]))
     schema = _read_schema(path)
     cache.store_blob(name, {"defaults": schema.defaults, "fields": sorted(schema.fields), "flags": schema.flags,
-                            "elsewhere": schema.elsewhere})
+                            "elsewhere": schema.elsewhere, "segments": sorted(schema.segments),
+                            "resolvable": sorted(schema.resolvable)})
     return schema
 
 
@@ -89,7 +108,18 @@ def _read_schema(path: Path) -> ServerArgsSchema:
             _flag(node, schema, zero_arg_actions)
     namespaces = path.parent / "arg_groups" / "fields"
     if not schema.fields and namespaces.is_dir():
-        schema.elsewhere = str(namespaces)
+        actions = dict(zero_arg_actions)
+        try:
+            actions.update(_zero_arg_actions(ast.parse((namespaces.parent / "argparse_actions.py").read_text(
+                encoding="utf-8", errors="replace"))))
+        except (OSError, SyntaxError, ValueError):
+            pass  # no shared actions file: the flags that name one are read as taking a value
+        read_namespaces(namespaces, schema, actions)
+        for flag, (dest, action, kind) in list(schema.flags.items()):
+            if action in actions and kind == "":  # an add_argument of server_args.py naming a shared action
+                schema.flags[flag] = (dest, actions[action], kind)
+        if not schema.fields:
+            schema.elsewhere = str(namespaces)
     return schema
 
 
@@ -123,30 +153,36 @@ def _flag(call: ast.Call, schema: ServerArgsSchema, zero_arg_actions: dict[str, 
         dest = keywords["dest"].value
     action = keywords.get("action")
     action_text = action.value if isinstance(action, ast.Constant) and isinstance(action.value, str) else "store"
-    if isinstance(action, ast.Name) and action.id in (zero_arg_actions or {}):
-        action_text = (zero_arg_actions or {})[action.id]
+    if isinstance(action, ast.Name):  # an Action class: what it stores when this file defines it, else its name
+        action_text = (zero_arg_actions or {}).get(action.id, action.id)
     kind = keywords.get("type")
     type_text = kind.id if isinstance(kind, ast.Name) else ""
     for name in names:
         schema.flags[name] = (dest, action_text, type_text)
 
 
+class UnknownFlag(UserError):
+    """A launch flag the scanned SGLang's parser does not declare (argparse: "unrecognized arguments")."""
+
+    def __init__(self, flag: str, close: list[str]) -> None:
+        super().__init__(f"--server-args: SGLang's ServerArgs has no flag {flag}.",
+                         f"Did you mean: {', '.join(close)}?" if close else "")
+        self.flag = flag
+
+
 def apply_arguments(schema: ServerArgsSchema, text: str) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The server-args values after the user's launch arguments; unknown flags are a clear error."""
+    """The server-args values after the user's launch arguments; an unknown flag raises UnknownFlag."""
     values = dict(schema.defaults)
     try:
         tokens = shlex.split(text)
     except ValueError as exc:
         raise UserError(f"--server-args could not be split: {exc}.", "Quote it as one argument.") from None
     if tokens and schema.elsewhere:
-        # sglang 0.5.23 declares its fields as msgspec namespaces in arg_groups/fields/*.py, resolved
-        # by a hook pipeline; reading that layout (and the code that reads `server_args.model.x`) is
-        # not done yet, and every flag would otherwise be "unknown"
-        raise UserError(f"--server-args: this SGLang declares its server arguments in {schema.elsewhere} "
-                        "(namespaces resolved at start-up), a layout dynacheck does not read yet, so no "
-                        "launch flag can be checked or applied.",
-                        "Scan an SGLang that declares them in server_args.py (0.5.9 and 0.5.10 do), "
-                        "or scan without --server-args and a preset.")
+        # `class ServerArgs` declares no field and arg_groups/fields/ holds none dynacheck can read
+        # (a layout after 0.5.23's namespaces): every flag would otherwise be "unknown"
+        raise UserError(f"--server-args: this SGLang declares its server arguments in {schema.elsewhere}, "
+                        "where dynacheck finds no field it can read, so no launch flag can be checked or applied.",
+                        "Scan without --server-args and a preset, or report the SGLang version.")
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -155,9 +191,7 @@ def apply_arguments(schema: ServerArgsSchema, text: str) -> tuple[dict[str, Any]
             raise UserError(f"--server-args: {token!r} is not a flag.", "Write SGLang's launch arguments, e.g. "
                             "'--tp 8 --quantization modelopt_fp4 --enable-piecewise-cuda-graph'.")
         if flag not in schema.flags:
-            close = difflib.get_close_matches(flag, list(schema.flags), n=3)
-            raise UserError(f"--server-args: SGLang's ServerArgs has no flag {flag}.",
-                            f"Did you mean: {', '.join(close)}?" if close else "")
+            raise UnknownFlag(flag, difflib.get_close_matches(flag, list(schema.flags), n=3))
         dest, action, kind = schema.flags[flag]
         if action in ("store_true", "store_false", "ignore"):
             if action != "ignore":  # a deprecated flag that takes no value and sets nothing

@@ -44,7 +44,10 @@ class MemberEvaluation:
         if obj.kind == "server_args" and name in QUANT_ARGS:
             self.reads |= QUANT_FACT
             return self.dep.server_args.get(name, FACT_UNKNOWN)
-        return obj.get(name)
+        got = obj.get(name)
+        if got is FACT_UNKNOWN and obj.kind == "server_args" and name in self.dep.server_args_segments:
+            return obj  # a namespace's bag (`get_exec().graph`): its fields are the flat server args
+        return got
 
     def _member(self, value: Any, attr: str, scope: Scope, depth: int) -> Known:
         if isinstance(value, Obj):
