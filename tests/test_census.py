@@ -339,7 +339,11 @@ def test_a_deployment_the_framework_does_not_start_is_said_once():
     md = render.markdown(data)
     assert f"1 of 2 deployments do not start on this SGLang (q/sm2): {why}; every cell of them is n/a." in md
     assert f"- A: {why}" not in md  # not repeated per model at the end
-    assert why in render.to_html(data)
+    assert why in render.to_html(data) and "## Models x deployments" in md
+    data["cells"], data["deployments"][0]["refused"] = [], why  # nothing starts: no grid of n/a
+    for text in (render.markdown(data), render.to_html(data), render.terminal(data)):
+        assert "2 of 2 deployments do not start" in text and "no grid is drawn" in text
+        assert "| A |" not in text and "<td>A</td>" not in text and "\nA " not in text
 
 
 def test_the_census_refuses_a_deployment_whose_flag_the_sglang_lacks(tmp_path):
@@ -363,6 +367,18 @@ def test_the_census_refuses_a_deployment_whose_flag_the_sglang_lacks(tmp_path):
     assert "unrecognized arguments" in census["deployments"][0]["refused"]
     from dynacheck.deploy.build import unstartable
     assert unstartable([root], deployments[1].server_args) == ""
+    # flags it takes, but a model runner without the piecewise runner (0.5.23): nothing is compiled
+    runner = root / "sglang" / "srt" / "model_executor"
+    runner.mkdir()
+    (runner / "model_runner.py").write_text("class ModelRunner:\n    def init_device_graphs(self):\n        pass\n")
+    census = run_census([Target(str(root), "sglang", "0", str(root), "folder")], deployments[1:],
+                        cache_dir=tmp_path / "cache", jobs=1).to_dict()
+    assert not census["cells"] and "defines no init_piecewise_cuda_graphs" in census["deployments"][0]["refused"]
+    (runner / "model_runner.py").write_text("class ModelRunner:\n    def init_piecewise_cuda_graphs(self):\n"
+                                            "        pass\n")
+    census = run_census([Target(str(root), "sglang", "0", str(root), "folder")], deployments[1:],
+                        cache_dir=tmp_path / "cache", jobs=1).to_dict()
+    assert census["cells"] and "refused" not in census["deployments"][0]
 
 
 @pytest.mark.wheels

@@ -56,6 +56,14 @@ def refusals(data: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
+def _all_refused(data: dict[str, Any]) -> bool:
+    """Every deployment refused by the framework itself: a grid would be one n/a per model and deployment."""
+    return not data["cells"] and bool(data["deployments"]) and all(d.get("refused") for d in data["deployments"])
+
+
+_ALL_REFUSED = "No deployment starts, so no grid is drawn; the models read and each n/a record are in the JSON."
+
+
 def _summary_lines(data: dict[str, Any]) -> list[str]:
     cells = data["cells"]
     broken = sum(1 for c in cells if c["fatal_sites"])
@@ -80,7 +88,10 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
             "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, or the piecewise runner "
             "compiles nothing for the class (a draft-only class; no `.model`, so start-up fails); reasons at the end. "
             "Details per cell below and in the JSON.",
-            ""] + _summary_lines(data) + ["", "## What breaks most", ""]
+            ""] + _summary_lines(data)
+    if _all_refused(data):
+        return "\n".join(out + ["", _ALL_REFUSED]) + "\n"
+    out += ["", "## What breaks most", ""]
     most = what_breaks_most(data)
     for label, key in (("First break (function)", "first_break"), ("First fix (where)", "fix"),
                        ("Any fatal site (function)", "any_fatal_site")):
@@ -137,6 +148,8 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
     if command:
         out.append(f"<p>Made with <code>{esc(command)}</code></p>")
     out.append("<ul>" + "".join(f"<li>{esc(line[2:])}</li>" for line in _summary_lines(data)) + "</ul>")
+    if _all_refused(data):
+        return "\n".join(out + [f"<p>{esc(_ALL_REFUSED)}</p>"]) + "\n"
     most = what_breaks_most(data)
     out.append("<h2>What breaks most</h2>")
     for label, key in (("First break", "first_break"), ("First fix", "fix"), ("Any fatal site", "any_fatal_site")):
@@ -184,6 +197,8 @@ def to_json(data: dict[str, Any]) -> str:
 
 def terminal(data: dict[str, Any]) -> str:
     """A plain table for the terminal: one line per model, one column per deployment."""
+    if _all_refused(data):
+        return "\n".join([line[2:] for line in _summary_lines(data)] + [_ALL_REFUSED]) + "\n"
     columns, rows, cells = _grid(data)
     width = max([len(r) for r in rows] + [5])
     lines = [" " * width + "  " + " ".join(f"{c:>12}" for c in columns)]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dynacheck.census.matrix import CensusDeployment
-from dynacheck.census.models import ModelEntry, registered_models
+from dynacheck.census.models import ModelEntry, no_piecewise_runner, registered_models
 from dynacheck.deploy.build import DeploymentSpec, unstartable
 from dynacheck.errors import UserError
 from dynacheck.model import Finding, PlanEntry, ScanResult, Target
@@ -305,10 +305,13 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         if not registered:
             raise UserError("None of the --model names is registered by the scanned SGLang.",
                             "Names are class names from an EntryClass list, e.g. GlmMoeDsaForCausalLM.")
-    # a deployment whose launch flags this SGLang lacks never starts: every cell of it is n/a for
-    # that one reason, before any reason of a model's (sglang 0.5.23 has no --enable-piecewise-cuda-graph)
+    # a deployment whose launch flags this SGLang lacks never starts, and one without a piecewise runner
+    # compiles nothing: every cell of it is n/a for that one reason, before any reason of a model's
+    # (sglang 0.5.23 has neither --enable-piecewise-cuda-graph nor the runner)
+    no_runner = no_piecewise_runner(_sglang_root(targets))
     refused = {d.name: why for d in deployments
-               if (why := unstartable([Path(t.root) for t in targets], d.server_args, cache))}
+               if (why := "; and ".join(filter(None, (unstartable([Path(t.root) for t in targets], d.server_args,
+                                                                   cache), no_runner))))}
     census = Census([t.spec for t in targets],
                     [d.to_dict() | ({"refused": refused[d.name]} if d.name in refused else {}) for d in deployments])
     wanted: dict[str, list[CensusDeployment]] = {}
