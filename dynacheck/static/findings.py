@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
-from dynacheck.fixes.declared import read_signature_texts
 from dynacheck.fixes.from_declared import declared_fix
 from dynacheck.fixes.out_kernels import out_kernel_fix
 from dynacheck.fixes.place import HopFacts, boundary_index, op_returns_ok, place
@@ -363,8 +362,7 @@ class FindingBuilder:
         decorators = {self._decorator_name(d) for d in fn.decorators}
         return HopFacts(
             returns_tensors=op_returns_ok(fn.returns_annotation), returns=fn.returns_annotation,
-            signature=read_signature_texts(path).get(fn.qualname.split("@")[0]) if "<locals>" not in fn.qualname
-            else None,
+            signature_in=(path, fn.qualname.split("@")[0]) if "<locals>" not in fn.qualname else None,
             has_params=bool([p for p in fn.params if p not in ("self", "cls")]),
             cached=bool(decorators & set(CACHE_DECORATORS)) or any("cache" in d for d in decorators),
             def_file=self.display(path), def_line=fn.line,
