@@ -129,3 +129,33 @@ def test_a_census_whose_every_scan_failed_for_one_reason_says_it_once():
     assert _one_failure({("m:A.forward", "bf16"): "why", ("m:B.forward", "fp8"): "other"}) == ""
     assert _one_failure({("m:A.forward", "bf16"): "why", ("m:B.forward", "fp8"): {"fatal_sites": 0}}) == ""
     assert _one_failure({}) == ""
+
+
+def test_the_facts_of_a_runner_the_framework_no_longer_has_are_not_applied(tmp_path, scan_cache):
+    """sglang 0.5.23 has no init_piecewise_cuda_graphs: the globals that runner sets while compiling
+    are not assumed (a branch on them stays open), and the scan says why; with the runner they are."""
+    import shutil
+
+    shutil.copytree(NSFX, tmp_path / "ns")
+    model = tmp_path / "ns" / "nsfx" / "model.py"
+    model.write_text(model.read_text().replace(
+        "        return x\n",
+        "        if IN_PIECEWISE:\n            subprocess.check_output([\"nvcc\"])\n        return x\n",
+    ).replace("class Model", "IN_PIECEWISE = False\n\n\ndef enter_piecewise():\n    global IN_PIECEWISE\n"
+              "    IN_PIECEWISE = True\n\n\nclass Model"), encoding="utf-8")
+
+    def scan():
+        spec = DeploymentSpec(framework=tmp_path / "ns" / "nsfx.toml", gpu="sm120")
+        return scan_roots([tmp_path / "ns"], ["nsfx.model:Model.forward"], cache_dir=scan_cache, deployment=spec)
+
+    without = scan()
+    assert "defines no init_piecewise_cuda_graphs" in without.deployment["runner_missing"]
+    assert any(p.kind == "runner_missing" for p in without.problems)
+    probe = [f for f in without.findings if f.site.callee == "subprocess.check_output"]
+    assert probe and probe[0].conditions  # the global is not taken as the runner's `True`
+    (tmp_path / "ns" / "nsfx" / "model_runner.py").write_text(
+        "class ModelRunner:\n    def init_piecewise_cuda_graphs(self):\n        pass\n", encoding="utf-8")
+    with_runner = scan()
+    assert "runner_missing" not in with_runner.deployment
+    probe = [f for f in with_runner.findings if f.site.callee == "subprocess.check_output"]
+    assert probe and not probe[0].conditions

@@ -225,22 +225,6 @@ def _parameter_default(sources: _Sources, chain, name: str):
     return None
 
 
-def no_piecewise_runner(sglang_root: Path) -> str:
-    """Why nothing is compiled piecewise in this SGLang ("" when its model runner builds the piecewise
-    runner, or there is no model runner to read): sglang 0.5.23 removed `init_piecewise_cuda_graphs`
-    with the tc_piecewise backend (its default prefill CUDA graph is the breakable one, without
-    torch.compile)."""
-    path = sglang_root / (RUNNER_MODULE.replace(".", "/") + ".py")
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return ""
-    if any(isinstance(n, ast.FunctionDef) and n.name == "init_piecewise_cuda_graphs" for n in ast.walk(tree)):
-        return ""
-    return (f"this SGLang's model runner builds no piecewise CUDA-graph runner ({RUNNER_MODULE.replace('.', '/')}.py "
-            "defines no init_piecewise_cuda_graphs): no forward is compiled the way the census walks it")
-
-
 def _language_model_paths(sources: _Sources) -> dict[str, tuple[str, ...]]:
     """`resolve_language_model`'s exceptions: class name -> attribute path (Qwen3-Omni: thinker.model)."""
     module = sources.module(RUNNER_MODULE)

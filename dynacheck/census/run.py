@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dynacheck.census.matrix import CensusDeployment
-from dynacheck.census.models import ModelEntry, no_piecewise_runner, registered_models
-from dynacheck.deploy.build import DeploymentSpec, unstartable
+from dynacheck.census.models import ModelEntry, registered_models
+from dynacheck.deploy.build import DeploymentSpec, load_framework, unstartable
+from dynacheck.deploy.runner import missing_runner
 from dynacheck.errors import UserError
 from dynacheck.model import Finding, PlanEntry, ScanResult, Target
 
@@ -308,7 +309,9 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     # a deployment whose launch flags this SGLang lacks never starts, and one without a piecewise runner
     # compiles nothing: every cell of it is n/a for that one reason, before any reason of a model's
     # (sglang 0.5.23 has neither --enable-piecewise-cuda-graph nor the runner)
-    no_runner = no_piecewise_runner(_sglang_root(targets))
+    no_runner = missing_runner([Path(t.root) for t in targets], load_framework("sglang"))
+    if no_runner:
+        no_runner += ": no forward is compiled the way the census walks it"
     refused = {d.name: why for d in deployments
                if (why := "; and ".join(filter(None, (unstartable([Path(t.root) for t in targets], d.server_args,
                                                                    cache), no_runner))))}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deployment
+from dynacheck.deploy.runner import missing_runner
 from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
 
@@ -107,8 +108,10 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     deployment.framework = facts
     deployment.accessors = dict(facts.get("accessors", {}))
     deployment.object_types = dict(facts.get("object_types", {}))
-    deployment.runtime = dict(facts.get("runtime", {}))
-    deployment.traced_batch = dict(facts.get("traced_batch", {}))
+    deployment.runner_missing = missing_runner([Path(t.root) for t in getattr(locator, "targets", ())], facts)
+    if not deployment.runner_missing:  # else no compile of this release sets those globals or traces that batch
+        deployment.runtime = dict(facts.get("runtime", {}))
+        deployment.traced_batch = dict(facts.get("traced_batch", {}))
     arguments = " ".join(a for a in (given.get("server_args", ""), spec.server_args or "") if a)
     server_file = _framework_file(locator, facts.get("server_args_file", ""))
     if server_file is not None:

@@ -57,6 +57,7 @@ class Deployment:
     type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
     compiling: bool = True  # torch.compiler.is_compiling() inside the traced region
     refused: str = ""  # why the framework refuses to load this deployment at all (read from its sources)
+    runner_missing: str = ""  # why the runner the framework facts describe is absent (its facts not applied)
     framework: dict[str, Any] = field(default_factory=dict)  # where the framework keeps these facts (presets/sglang.toml)
 
     @property
@@ -147,6 +148,8 @@ class Deployment:
             out["runtime"] = dict(self.runtime)
         if self.refused:
             out["refused"] = self.refused
+        if self.runner_missing:
+            out["runner_missing"] = self.runner_missing
         if self.derived:
             out["derived_server_args"] = dict(self.derived)
         return out

@@ -122,6 +122,9 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     facts, evaluator, boundaries = session.engine(spec)
     if facts.refused and not any(p.kind == "refused" for p in problems):
         problems.append(Problem("refused", "", f"this deployment does not start: {facts.refused}"))
+    if facts.runner_missing and not any(p.kind == "runner_missing" for p in problems):
+        problems.append(Problem("runner_missing", "", f"{facts.runner_missing}: the batch that runner traces "
+                                "with and the globals it sets while compiling are not assumed"))
     entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
     if progress:
         progress(f"walking from {len(entry_values)} entr{'y' if len(entry_values) == 1 else 'ies'}")
