@@ -159,3 +159,17 @@ def test_the_facts_of_a_runner_the_framework_no_longer_has_are_not_applied(tmp_p
     assert "runner_missing" not in with_runner.deployment
     probe = [f for f in with_runner.findings if f.site.callee == "subprocess.check_output"]
     assert probe and not probe[0].conditions
+
+
+def test_a_list_default_keeps_the_server_args_object_hashable(scan_cache):
+    """`add_argument(..., default=[])` gives a list (0.5.9's `--encoder-urls`): the evaluator's
+    server-args object must stay hashable, or every memo key holding it fails (the flagship scan
+    grew from 122 to 179 findings when such a default was first read)."""
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession
+
+    schema = read_schema(NSFX / "nsfx" / "server_args.py")
+    assert schema.defaults["encoder_urls"] == []  # argparse's default, over the field's None
+    session = ScanSession.open([resolve_target(str(NSFX), cache_dir=scan_cache)], scan_cache)
+    evaluator = session.engine(DeploymentSpec(framework=NSFX / "nsfx.toml", gpu="sm120"))[1]
+    assert hash(evaluator.partial._object("server_args")) is not None

@@ -31,6 +31,9 @@ class ServerArgsSchema:
     resolvable: set[str] = field(default_factory=set)  # set by a start-up hook unless given: no default
 
 _STORED = ("defaults", "fields", "flags", "elsewhere", "segments", "resolvable")
+# a schema stored by another version of these readers is read again
+_OWN_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
+    "server_args_namespaces.py").read_bytes()).hexdigest()[:16]
 
 
 _SCHEMAS: dict[tuple, ServerArgsSchema] = {}  # cache: (path, mtime, size, disk cache) -> schema
@@ -74,7 +77,7 @@ def _stored_schema(path: Path, cache) -> ServerArgsSchema:
             digest.update(part.name.encode() + b"\0" + part.read_bytes())
     except OSError:
         return _read_schema(path)  # says why in one sentence
-    name = f"server-args\0{digest.hexdigest()}"
+    name = f"server-args\0{_OWN_DIGEST}\0{digest.hexdigest()}"
     stored = cache.load_blob(name)
     if isinstance(stored, dict) and set(stored) == set(_STORED):
         return ServerArgsSchema(dict(stored["defaults"]), set(stored["fields"]), dict(stored["flags"]),
@@ -93,6 +96,7 @@ def _read_schema(path: Path) -> ServerArgsSchema:
         raise UserError(f"Could not read SGLang's server arguments from {path}: {exc}.") from None
     schema = ServerArgsSchema()
     zero_arg_actions = _zero_arg_actions(tree)
+    parser_defaults: dict[str, Any] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
             for stmt in node.body:
@@ -105,7 +109,7 @@ def _read_schema(path: Path) -> ServerArgsSchema:
                         except (ValueError, SyntaxError, TypeError):
                             pass
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-            _flag(node, schema, zero_arg_actions)
+            _flag(node, schema, zero_arg_actions, parser_defaults)
     namespaces = path.parent / "arg_groups" / "fields"
     if not schema.fields and namespaces.is_dir():
         actions = dict(zero_arg_actions)
@@ -120,6 +124,9 @@ def _read_schema(path: Path) -> ServerArgsSchema:
                 schema.flags[flag] = (dest, actions[action], kind)
         if not schema.fields:
             schema.elsewhere = str(namespaces)
+    # a launch from the command line gets argparse's default where add_argument gives one: 0.5.9's
+    # `--kt-method` defaults to "AMXINT4" there and to None in the dataclass (bench/server_args_oracle.py)
+    schema.defaults.update({d: v for d, v in parser_defaults.items() if d in schema.fields})
     return schema
 
 
@@ -142,7 +149,8 @@ def _zero_arg_actions(tree: ast.Module) -> dict[str, str]:
     return actions
 
 
-def _flag(call: ast.Call, schema: ServerArgsSchema, zero_arg_actions: dict[str, str] | None = None) -> None:
+def _flag(call: ast.Call, schema: ServerArgsSchema, zero_arg_actions: dict[str, str] | None = None,
+          parser_defaults: dict[str, Any] | None = None) -> None:
     names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     longs = [n for n in names if n.startswith("--")]
     if not longs:
@@ -151,14 +159,28 @@ def _flag(call: ast.Call, schema: ServerArgsSchema, zero_arg_actions: dict[str, 
     dest = longs[0][2:].replace("-", "_")
     if isinstance(keywords.get("dest"), ast.Constant):
         dest = keywords["dest"].value
+    if parser_defaults is not None and "default" in keywords:
+        try:
+            parser_defaults[dest] = ast.literal_eval(keywords["default"])
+        except (ValueError, SyntaxError, TypeError):
+            pass  # `default=ServerArgs.x` or a call: the dataclass default stands
     action = keywords.get("action")
     action_text = action.value if isinstance(action, ast.Constant) and isinstance(action.value, str) else "store"
     if isinstance(action, ast.Name):  # an Action class: what it stores when this file defines it, else its name
         action_text = (zero_arg_actions or {}).get(action.id, action.id)
+    nargs = keywords.get("nargs")
+    if isinstance(action, ast.Name) and nargs is not None and not (isinstance(nargs, ast.Constant) and nargs.value == 0):
+        action_text = "store"  # an Action class given `nargs=None` (or "?", "+"): the flag takes a value
     kind = keywords.get("type")
     type_text = kind.id if isinstance(kind, ast.Name) else ""
+    boolean_optional = isinstance(action, ast.Attribute) and action.attr == "BooleanOptionalAction"
     for name in names:
-        schema.flags[name] = (dest, action_text, type_text)
+        if boolean_optional:  # argparse adds `--no-x` beside `--x`
+            schema.flags[name] = (dest, "store_true", "")
+            if name.startswith("--"):
+                schema.flags["--no-" + name[2:]] = (dest, "store_false", "")
+        else:
+            schema.flags[name] = (dest, action_text, type_text)
 
 
 class UnknownFlag(UserError):

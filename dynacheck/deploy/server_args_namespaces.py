@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 _SCALARS = {"int": "int", "float": "float", "str": "", "bool": "bool"}
+BOOLEAN_OPTIONAL = "boolean_optional"  # argparse.BooleanOptionalAction: `--x` stores True, `--no-x` False
 
 
 def read_namespaces(fields_dir: Path, schema, zero_arg_actions: dict[str, str]) -> list[Path]:
@@ -72,7 +73,12 @@ def _read_class(cls: ast.ClassDef, schema, zero_arg_actions: dict[str, str]) -> 
         names += [a for a in options.get("aliases") or () if isinstance(a, str)]
         action, kind = _action_and_type(value_type, meta, zero_arg_actions)
         for flag in names:
-            schema.flags[flag] = (name, action, kind)
+            if action == BOOLEAN_OPTIONAL:  # argparse adds `--no-x` beside `--x`
+                schema.flags[flag] = (name, "store_true", "")
+                if flag.startswith("--"):
+                    schema.flags["--no-" + flag[2:]] = (name, "store_false", "")
+            else:
+                schema.flags[flag] = (name, action, kind)
 
 
 def _annotated(annotation: ast.expr) -> tuple[ast.expr | None, ast.expr | None]:
@@ -108,7 +114,9 @@ def _action_and_type(value_type: ast.expr | None, meta: ast.expr, zero_arg_actio
         return action, ""
     if isinstance(action, ast.Name):
         return zero_arg_actions.get(action.id, "store"), ""
-    if isinstance(action, ast.Attribute):  # argparse.BooleanOptionalAction and the like: read as a value
+    if isinstance(action, ast.Attribute) and action.attr == "BooleanOptionalAction":
+        return BOOLEAN_OPTIONAL, ""
+    if isinstance(action, ast.Attribute):  # another action of a module: read as taking a value
         return "store", ""
     inner = _unwrap_optional(value_type)
     label = _label(inner)

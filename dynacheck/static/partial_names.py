@@ -118,8 +118,10 @@ class NameEvaluation:
         if kind == "server_args" and self.dep.server_args:
             # the quantization is read through its fact bit (_field), not held in the object: the
             # object is then the same for every checkpoint format, and a census forks across them
-            return Obj(kind, tuple(sorted(((k, v) for k, v in self.dep.server_args.items() if k not in QUANT_ARGS),
-                                          key=lambda kv: kv[0])))
+            # frozen like the model config's: a list default (`encoder_urls=[]` from add_argument) would
+            # make the object, and every memo key holding it, unhashable
+            return Obj(kind, tuple(sorted(((k, freeze(v)) for k, v in self.dep.server_args.items()
+                                           if k not in QUANT_ARGS), key=lambda kv: kv[0])))
         if kind == "model_config" and self.dep.model_config:
             fields = tuple(sorted(((k, freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
             return Obj(kind, fields)
