@@ -119,6 +119,11 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
         try:
             deployment.server_args, deployment.server_args_given = apply_arguments(schema, arguments)
         except UnknownFlag as exc:
+            if not spec.refuse_unknown_flags and deployment.runner_missing:
+                # e.g. the glm5 preset's --enable-piecewise-cuda-graph on sglang 0.5.23: say why it is gone
+                raise UserError(f"{exc.message} {deployment.runner_missing[0].upper()}{deployment.runner_missing[1:]}"
+                                ", so presets and launch flags written for piecewise CUDA graphs do not apply to it.") \
+                    from None  # (no close spellings: none of them is the feature that went away)
             if not spec.refuse_unknown_flags:
                 raise
             deployment.server_args, deployment.server_args_given = dict(schema.defaults), tuple(arguments.split())
