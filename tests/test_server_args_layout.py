@@ -174,3 +174,31 @@ def test_a_list_default_keeps_the_server_args_object_hashable(scan_cache):
     session = ScanSession.open([resolve_target(str(NSFX), cache_dir=scan_cache)], scan_cache)
     evaluator = session.engine(DeploymentSpec(framework=NSFX / "nsfx.toml", gpu="sm120"))[1]
     assert hash(evaluator.partial._object("server_args")) is not None
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_sglang_0_5_23_reads_a_launch_flag_through_its_config_bag(scan_cache):
+    """On the real 0.5.23 tree: `MoEGate.forward` returns early when
+    `get_exec().deterministic.enable_deterministic_inference` (models/deepseek_v2.py:573-576), before its
+    `linear_bf16_fp32` reaches DeepGEMM's JIT lock file (`deep_gemm_wrapper/compile_utils.py:141`); the
+    flag decides it only if the bag's namespace path is read as the flat field."""
+    from dynacheck.errors import UserError
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import scan_targets
+
+    try:
+        target = resolve_target("sglang==0.5.23")
+    except UserError as exc:  # offline and not cached
+        pytest.skip(f"sglang 0.5.23 wheel unavailable: {exc}")
+
+    def lock_sites(extra: str) -> list:
+        spec = DeploymentSpec(server_args=f"--tp-size 8 {extra}".strip(), gpu="sm100")
+        result = scan_targets([target], ["sglang.srt.models.deepseek_v2:DeepseekV2Model.forward"],
+                              cache_dir=scan_cache, deployment=spec)
+        return [f for f in result.findings
+                if f.site.file.endswith("deep_gemm_wrapper/compile_utils.py") and f.site.line == 141]
+
+    default = lock_sites("")
+    assert default and any(h.function.endswith("MoEGate.forward") and h.line == 593 for h in default[0].chain)
+    assert not lock_sites("--enable-deterministic-inference")
