@@ -17,7 +17,8 @@ def _tree(tmp_path: Path) -> Path:
     models = tmp_path / "sglang" / "srt" / "models"
     models.mkdir(parents=True)
     (models / "base.py").write_text(
-        "class BaseModel:\n    def forward(self, x):\n        return x\n"
+        "class BaseModel:\n    def __init__(self, config):\n        self.layers, self.start, self.end = [], 0, 0\n"
+        "    def forward(self, x):\n        return x\n"
         "class BaseForCausalLM:\n    def __init__(self, config, quant_config=None):\n"
         "        self.model = BaseModel(config)\n")
     (models / "child.py").write_text(
@@ -78,13 +79,31 @@ from sglang.srt.models.base import BaseModel
 
 
 class TextModel:
+    def __init__(self, config):
+        self.layers = []
+
     def forward(self, x):
         return x
 
 
 class OtherModel:
+    layers = ()
+
     def forward(self, x):
         return x
+
+
+class HeadOnly:
+    def __init__(self, config):
+        self.decoder = TextModel(config)
+
+    def forward(self, x):
+        return x
+
+
+class HeadOnlyForCausalLM:
+    def __init__(self, config, quant_config=None):
+        self.model = HeadOnly(config)
 
 
 class TextForCausalLM:
@@ -126,7 +145,7 @@ class TextForCausalLMMTP(TextForCausalLM):
 
 
 EntryClass = [TextForCausalLM, VisionForConditionalGeneration, VisionBase, DerivedVision,
-              OmniForConditionalGeneration, TextForCausalLMMTP]
+              OmniForConditionalGeneration, TextForCausalLMMTP, HeadOnlyForCausalLM]
 '''
 
 
@@ -149,6 +168,45 @@ def test_the_entry_is_what_the_piecewise_runner_compiles(tmp_path):
     assert found["OmniForConditionalGeneration"].entry == text  # resolve_language_model: thinker.model
     mtp = found["TextForCausalLMMTP"]
     assert mtp.entry == "" and "draft" in mtp.not_compiled and "model_config.py:6" in mtp.how
+    # the compiled module has no `.layers` (OPTModel keeps them in `.decoder`): the runner's loop over
+    # them raises, so nothing is compiled and nothing is walked
+    head = found["HeadOnlyForCausalLM"]
+    assert head.entry == "" and "HeadOnly, the module the runner compiles" in head.not_compiled
+
+
+def test_not_applicable_reasons_are_what_the_scanned_runner_does(tmp_path):
+    """0.5.9's runner raises on a model without `.model` / `.layers`; 0.5.10's turns piecewise off with
+    a warning first; a draft worker is refused by `can_run_piecewise_cuda_graph` or by speculative
+    decoding turning it off in ServerArgs. Each reason quotes the scanned release, with its line."""
+    from dynacheck.census import runner_facts
+    from dynacheck.census.models import _Sources
+
+    raising = ("class ModelRunner:\n    def can_run_piecewise_cuda_graph(self):\n        if self.is_draft_worker:\n"
+               "            return False\n        return True\n\n    def init_piecewise_cuda_graphs(self):\n"
+               "        self.model.model = resolve_language_model(self.model)\n"
+               "        for layer in language_model.model.layers:\n            pass\n")
+    guarded = ("class ModelRunner:\n    def init_piecewise_cuda_graphs(self):\n"
+               "        if not hasattr(self.model, 'model'):\n            return\n"
+               "        self.model.model = resolve_language_model(self.model)\n"
+               "        if not hasattr(language_model.model, 'layers'):\n            return\n")
+    speculative = "class ServerArgs:\n    def _handle(self):\n        if self.speculative_algorithm is not None:\n" \
+                  "            self.disable_piecewise_cuda_graph = True\n"
+    srt = tmp_path / "sglang" / "srt"
+    (srt / "model_executor").mkdir(parents=True)
+    (srt / "model_executor" / "model_runner.py").write_text(raising)
+    facts = runner_facts.read(_Sources(tmp_path))
+    assert "raises AttributeError at `self.model.model = resolve_language_model(self.model)` " \
+           "(model_executor/model_runner.py:8)" in facts.no_model
+    assert "raises AttributeError at `for ... in language_model.model.layers` (model_executor/model_runner.py:9)" \
+        in facts.no_layers
+    assert "`can_run_piecewise_cuda_graph` returns False for a draft worker (model_executor/model_runner.py:3)" \
+        == facts.draft
+    (srt / "model_executor" / "model_runner.py").write_text(guarded)
+    (srt / "server_args.py").write_text(speculative)
+    facts = runner_facts.read(_Sources(tmp_path))
+    assert "turns piecewise CUDA graphs off for it with a warning (model_executor/model_runner.py:3)" in facts.no_model
+    assert "(model_executor/model_runner.py:6)" in facts.no_layers and "off" in facts.no_layers
+    assert facts.draft.startswith("speculative decoding") and "server_args.py:3" in facts.draft
 
 
 def test_default_matrix_is_quantizations_by_gpus():

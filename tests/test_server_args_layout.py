@@ -202,3 +202,23 @@ def test_sglang_0_5_23_reads_a_launch_flag_through_its_config_bag(scan_cache):
     default = lock_sites("")
     assert default and any(h.function.endswith("MoEGate.forward") and h.line == 593 for h in default[0].chain)
     assert not lock_sites("--enable-deterministic-inference")
+
+
+def test_the_annotated_dataclass_layout_gives_its_flags(tmp_path):
+    """sglang 0.5.14-0.5.20: `class ServerArgs` itself holds `A[T, Arg(...)]` fields, made flags by
+    `add_cli_args_from_dataclass(parser, ServerArgs)`; no add_argument names them."""
+    annotated = (
+        "from typing import Optional\nfrom sglang.srt.arg_groups.arg_utils import A, Arg\n\n"
+        "class ServerArgs:\n"
+        "    quantization: A[Optional[str], Arg(help='q', aliases=['--quant'])] = None\n"
+        "    enable_x: A[bool, 'turn x on'] = False\n"
+        "    tp_size: A[int, Arg(help='tp', aliases=['--tensor-parallel-size'])] = 1\n"
+        "    internal: int = 3\n\n"
+        "    @staticmethod\n    def add_cli_args(parser):\n        add_cli_args_from_dataclass(parser, ServerArgs)\n"
+    )
+    schema = read_schema(_tree(tmp_path, annotated, namespaces=False))
+    assert schema.flags["--quantization"] == schema.flags["--quant"] == ("quantization", "store", "")
+    assert schema.flags["--enable-x"] == ("enable_x", "store_true", "")
+    assert "--internal" not in schema.flags and schema.defaults["internal"] == 3
+    values, _ = apply_arguments(schema, "--quant fp8 --tensor-parallel-size 4 --enable-x")
+    assert (values["quantization"], values["tp_size"], values["enable_x"]) == ("fp8", 4, True)

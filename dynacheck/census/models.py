@@ -18,8 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dynacheck.census import runner_facts
+
 MODELS_PACKAGE = "sglang.srt.models"
-RUNNER_MODULE = "sglang.srt.model_executor.model_runner"
+RUNNER_MODULE = runner_facts.RUNNER_MODULE
 MODEL_CONFIG_MODULE = "sglang.srt.configs.model_config"
 
 
@@ -275,8 +277,28 @@ def _forward_of(sources: _Sources, found) -> str:
     return f"{mod}:{cls.name}.forward" if any(_has_forward(c) for _, c in sources.mro(*found)) else ""
 
 
+def _defines(chain, attr: str) -> bool:
+    """Some method of the class or its SGLang bases assigns `self.<attr>` (tuple targets included),
+    or a class body defines it: `self.layers, self.start_layer, self.end_layer = make_layers(...)`."""
+    for _, cls in chain:
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == attr:
+                return True  # a property
+            names = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+            if any(isinstance(n, ast.Name) and n.id == attr for n in names):
+                return True  # a class attribute
+        for node in ast.walk(cls):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                if any(_is_self_attr(t, attr) for t in [target, *getattr(target, "elts", ())]):
+                    return True
+    return False
+
+
 def resolve(sources: _Sources, module: str, name: str, draft: dict[str, str] | None = None,
-            paths: dict[str, tuple[str, ...]] | None = None) -> ModelEntry:
+            paths: dict[str, tuple[str, ...]] | None = None,
+            runner: runner_facts.RunnerFacts = runner_facts.DEFAULT) -> ModelEntry:
     """The forward the piecewise runner compiles for this class, or why it compiles none.
 
     The runner first sets `model.model = resolve_language_model(model)` (`model.model`, or the path
@@ -293,17 +315,14 @@ def resolve(sources: _Sources, module: str, name: str, draft: dict[str, str] | N
         why = (f"ModelConfig substitutes it for draft models only ({draft[name]})" if name in draft
                else f"registered in a draft module ({module.rsplit('.', 1)[-1]}.py)")
         return ModelEntry(name, module, "", f"draft-only class: {why}", takes_quant,
-                          not_compiled=f"a speculative draft class ({why}); a draft worker never builds the piecewise "
-                                       "runner (`can_run_piecewise_cuda_graph` returns False for it)")
+                          not_compiled=f"a speculative draft class ({why}); {runner.draft}")
     path = (paths or {}).get(name, ("model",))
     holder, how = found, []
     for attr in path:  # model.model must exist: the runner assigns it before anything else
         held = _attribute_class(sources, sources.mro(*holder), attr) if holder[0] != _UNRESOLVED else holder
         if held is None:
             return ModelEntry(name, module, "", f"no `.{'.'.join(path)}`", takes_quant,
-                              not_compiled=f"{name} has no `.{'.'.join(path)}`: with piecewise CUDA graphs on, the runner "
-                                           "raises AttributeError at `model.model = resolve_language_model(model)` "
-                                           "(model_runner.py init_piecewise_cuda_graphs) and the server does not start")
+                              not_compiled=f"{name} has no `.{'.'.join(path)}`: {runner.no_model}")
         how.append(f"self.{attr} = {held[1] if held[0] == _UNRESOLVED else held[1].name}")
         holder = held
     language = _attribute_class(sources, chain, "language_model")
@@ -320,6 +339,10 @@ def resolve(sources: _Sources, module: str, name: str, draft: dict[str, str] | N
         holder = compiled
     if holder[0] == _UNRESOLVED:
         return ModelEntry(name, module, "", f"{' -> '.join(how)}: not read statically", takes_quant)
+    if not _defines(sources.mro(*holder), "layers"):  # the runner reads the compiled module's `.layers`
+        return ModelEntry(name, module, "", f"{' -> '.join(how)}: no `.layers`", takes_quant,
+                          not_compiled=f"{holder[1].name}, the module the runner compiles for {name}, has no "
+                                       f"`.layers`: {runner.no_layers}")
     entry = _forward_of(sources, holder)
     if not entry:
         return ModelEntry(name, module, "", f"{' -> '.join(how)}: no forward defined", takes_quant)
@@ -380,11 +403,11 @@ def _registered_in(sglang_root: Path, files: list[Path]) -> tuple[list[tuple[str
     """The registered classes of these model files, per file (their bases are read where they are),
     and the digests of every file read for them."""
     sources = _Sources(sglang_root)
-    draft, paths = draft_only_classes(sources), _language_model_paths(sources)
+    draft, paths, runner = draft_only_classes(sources), _language_model_paths(sources), runner_facts.read(sources)
     out: list[tuple[str, list[ModelEntry]]] = []
     for path in files:
         module = f"{MODELS_PACKAGE}.{path.stem}"
         read = sources.module(module)  # one parse serves the EntryClass list and the class lookups
-        out.append((path.name, [resolve(sources, module, name, draft, paths)
+        out.append((path.name, [resolve(sources, module, name, draft, paths, runner)
                                 for name in _registered(read.tree if read is not None else None)]))
     return out, sources.read

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynacheck.deploy.server_args_namespaces import read_namespaces
+from dynacheck.deploy.server_args_namespaces import read_annotated_flags, read_namespaces
 from dynacheck.errors import UserError
 
 
@@ -63,7 +63,7 @@ def _inputs(path: Path) -> list[Path]:
     the argparse actions they name."""
     groups = path.parent / "arg_groups"
     extra = sorted((groups / "fields").glob("*.py")) if (groups / "fields").is_dir() else []
-    if extra and (groups / "argparse_actions.py").is_file():
+    if (groups / "argparse_actions.py").is_file():
         extra.append(groups / "argparse_actions.py")
     return [path, *extra]
 
@@ -97,8 +97,15 @@ def _read_schema(path: Path) -> ServerArgsSchema:
     schema = ServerArgsSchema()
     zero_arg_actions = _zero_arg_actions(tree)
     parser_defaults: dict[str, Any] = {}
+    groups = path.parent / "arg_groups"
+    try:  # the argparse actions the flags of arg_groups name (0.5.14 and later)
+        zero_arg_actions.update(_zero_arg_actions(ast.parse((groups / "argparse_actions.py").read_text(
+            encoding="utf-8", errors="replace"))))
+    except (OSError, SyntaxError, ValueError):
+        pass
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
+            read_annotated_flags(node, schema, zero_arg_actions)
             for stmt in node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     name = stmt.target.id
@@ -112,16 +119,7 @@ def _read_schema(path: Path) -> ServerArgsSchema:
             _flag(node, schema, zero_arg_actions, parser_defaults)
     namespaces = path.parent / "arg_groups" / "fields"
     if not schema.fields and namespaces.is_dir():
-        actions = dict(zero_arg_actions)
-        try:
-            actions.update(_zero_arg_actions(ast.parse((namespaces.parent / "argparse_actions.py").read_text(
-                encoding="utf-8", errors="replace"))))
-        except (OSError, SyntaxError, ValueError):
-            pass  # no shared actions file: the flags that name one are read as taking a value
-        read_namespaces(namespaces, schema, actions)
-        for flag, (dest, action, kind) in list(schema.flags.items()):
-            if action in actions and kind == "":  # an add_argument of server_args.py naming a shared action
-                schema.flags[flag] = (dest, actions[action], kind)
+        read_namespaces(namespaces, schema, zero_arg_actions)
         if not schema.fields:
             schema.elsewhere = str(namespaces)
     # a launch from the command line gets argparse's default where add_argument gives one: 0.5.9's

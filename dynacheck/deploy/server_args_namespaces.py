@@ -50,22 +50,34 @@ def _namespace_path(cls: ast.ClassDef) -> str:
     return ""
 
 
-def _read_class(cls: ast.ClassDef, schema, zero_arg_actions: dict[str, str]) -> None:
+def read_annotated_flags(cls: ast.ClassDef, schema, zero_arg_actions: dict[str, str]) -> None:
+    """The flags `add_cli_args_from_dataclass` makes of `class ServerArgs`'s own `A[T, ...]` fields
+    (sglang 0.5.14 to 0.5.20 annotate the dataclass itself before the namespaces of 0.5.21); its
+    fields and defaults are read with the dataclass."""
+    _read_class(cls, schema, zero_arg_actions, flags_only=True)
+
+
+def _read_class(cls: ast.ClassDef, schema, zero_arg_actions: dict[str, str], flags_only: bool = False) -> None:
     for stmt in cls.body:
         if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)) \
                 or stmt.target.id.startswith("_"):
             continue
         name = stmt.target.id
-        schema.fields.add(name)
         value_type, meta = _annotated(stmt.annotation)
         options = _arg_options(meta)
-        if options.get("resolvable") is True:
+        if flags_only:
+            pass
+        elif options.get("resolvable") is True:
+            schema.fields.add(name)
             schema.resolvable.add(name)
         elif stmt.value is not None:
+            schema.fields.add(name)
             try:
                 schema.defaults[name] = ast.literal_eval(stmt.value)
             except (ValueError, SyntaxError, TypeError):
                 pass  # msgspec.field(default_factory=...), a call: not a literal
+        else:
+            schema.fields.add(name)
         if meta is None or options.get("no_cli") is True:
             continue  # no flag: set by the code only
         names = [options["cli_name"] if isinstance(options.get("cli_name"), str)
