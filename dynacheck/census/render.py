@@ -85,8 +85,9 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
         out += ["Made with:", "", f"    {command}", ""]
     out += ["Each cell: unconditional fatal sites on that deployment, then the GB id of the first break "
             "Dynamo meets in trace order (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
-            "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, or the piecewise runner "
-            "compiles nothing for the class (a draft-only class; no `.model`, so start-up fails); reasons at the end. "
+            "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, the piecewise runner "
+            "compiles nothing for the class (a draft-only class, no `.model` or no `.layers`: each reason says what "
+            "this release's runner does), or the deployment does not start; reasons at the end. "
             "Details per cell below and in the JSON.",
             ""] + _summary_lines(data)
     if _all_refused(data):
