@@ -101,7 +101,7 @@ def test_a_census_deployment_with_a_flag_the_framework_lacks_does_not_start(scan
     """A census cell's launch flag that this SGLang's parser lacks: argparse exits, nothing compiles;
     a scan's --server-args keeps calling it the user's mistake."""
     with pytest.raises(UserError, match="no flag --enable-piecewise-cuda-graph. This SGLang's "
-                       "nsfx/model_runner.py defines no init_piecewise_cuda_graphs .*written for piecewise"):
+                       "nsfx/model_runner.py defines no init_piecewise_cuda_graphs, .*written for piecewise"):
         _ns_scan(scan_cache, server_args="--enable-piecewise-cuda-graph")  # its runner is gone: said why
     refused = _ns_scan(scan_cache, server_args="--enable-piecewise-cuda-graph", refuse_unknown_flags=True)
     assert "no launch flag --enable-piecewise-cuda-graph" in refused.deployment["refused"]

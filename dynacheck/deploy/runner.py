@@ -29,4 +29,5 @@ def missing_runner(roots: Iterable[Path], facts: dict[str, Any]) -> str:
         return ""
     if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function for n in ast.walk(tree)):
         return ""
-    return f"this SGLang's {relative} defines no {function} (its piecewise CUDA-graph runner is gone)"
+    # neutral on purpose: 0.5.14-0.5.21 compile piecewise through another runner (tc_piecewise), 0.5.22+ not at all
+    return f"this SGLang's {relative} defines no {function}, the piecewise runner dynacheck models"
