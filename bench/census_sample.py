@@ -2,11 +2,13 @@
 chain hop checked against the source line it names, for reading by hand.
 
     python bench/census_sample.py reports/census-sglang-0.5.9.json
+    python bench/census_sample.py reports/census-sglang-0.5.10.json
 """
 import json, random, sys
 from pathlib import Path
 d=json.load(open(sys.argv[1]))
-roots=[Path.home()/".cache/dynacheck/trees/sglang-0.5.9", Path.home()/".cache/dynacheck/trees/flashinfer_python-0.6.3"]
+# the census's own targets, unpacked in the wheel cache: sglang==0.5.10 -> trees/sglang-0.5.10
+roots=[Path.home()/".cache/dynacheck/trees"/t.replace("==","-").replace("flashinfer-python","flashinfer_python") for t in d["targets"]]
 def src(f,l):
     for r in roots:
         p=r/f
