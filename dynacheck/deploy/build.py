@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deployment
-from dynacheck.deploy.runner import missing_runner
+from dynacheck.deploy.runner import framework_file, missing_runner
 from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
 
@@ -108,12 +108,13 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     deployment.framework = facts
     deployment.accessors = dict(facts.get("accessors", {}))
     deployment.object_types = dict(facts.get("object_types", {}))
-    deployment.runner_missing = missing_runner([Path(t.root) for t in getattr(locator, "targets", ())], facts)
+    roots = [Path(t.root) for t in getattr(locator, "targets", ())]
+    deployment.runner_missing = missing_runner(roots, facts)
     if not deployment.runner_missing:  # else no compile of this release sets those globals or traces that batch
         deployment.runtime = dict(facts.get("runtime", {}))
         deployment.traced_batch = dict(facts.get("traced_batch", {}))
     arguments = " ".join(a for a in (given.get("server_args", ""), spec.server_args or "") if a)
-    server_file = _framework_file(locator, facts.get("server_args_file", ""))
+    server_file = framework_file(roots, facts.get("server_args_file", ""))
     if server_file is not None:
         schema = read_schema(server_file, cache)
         try:
@@ -208,8 +209,7 @@ def unknown_flag_reason(exc: UnknownFlag, server_file: Path, schema) -> str:
 
 def unstartable(roots: list[Path], arguments: str, cache=None, framework: str = "sglang") -> str:
     """Why the framework under one of `roots` refuses these launch arguments ("" when it takes them)."""
-    relative = load_framework(framework).get("server_args_file", "")
-    server_file = next((Path(r) / relative for r in roots if relative and (Path(r) / relative).is_file()), None)
+    server_file = framework_file(roots, load_framework(framework).get("server_args_file", ""))
     if server_file is None:
         return ""
     schema = read_schema(server_file, cache)
@@ -225,16 +225,6 @@ def _relative(path: Path) -> str:
     parts = path.parts
     last = len(parts) - 1 - parts[::-1].index("sglang") if "sglang" in parts else len(parts) - 1
     return "/".join(parts[last:])
-
-
-def _framework_file(locator, relative: str) -> Path | None:
-    if not relative:
-        return None
-    for target in getattr(locator, "targets", ()):
-        candidate = Path(target.root) / relative
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def read_model_config(path: Path) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def read_schema(path: Path, cache=None) -> ServerArgsSchema:
     scan's summary cache given, across processes too (a warm scan does not re-read 5,000 lines).
     """
     try:
-        key = (tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in _inputs(path)),
+        key = (tuple((str(p), st.st_mtime_ns, st.st_size) for p in _inputs(path) for st in (p.stat(),)),
                str(getattr(cache, "folder", "")))
     except OSError:
         key = None

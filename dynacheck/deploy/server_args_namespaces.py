@@ -65,19 +65,15 @@ def _read_class(cls: ast.ClassDef, schema, zero_arg_actions: dict[str, str], fla
         name = stmt.target.id
         value_type, meta = _annotated(stmt.annotation)
         options = _arg_options(meta)
-        if flags_only:
-            pass
-        elif options.get("resolvable") is True:
+        if not flags_only:
             schema.fields.add(name)
-            schema.resolvable.add(name)
-        elif stmt.value is not None:
-            schema.fields.add(name)
-            try:
-                schema.defaults[name] = ast.literal_eval(stmt.value)
-            except (ValueError, SyntaxError, TypeError):
-                pass  # msgspec.field(default_factory=...), a call: not a literal
-        else:
-            schema.fields.add(name)
+            if options.get("resolvable") is True:
+                schema.resolvable.add(name)
+            elif stmt.value is not None:
+                try:
+                    schema.defaults[name] = ast.literal_eval(stmt.value)
+                except (ValueError, SyntaxError, TypeError):
+                    pass  # msgspec.field(default_factory=...), a call: not a literal
         if meta is None or options.get("no_cli") is True:
             continue  # no flag: set by the code only
         names = [options["cli_name"] if isinstance(options.get("cli_name"), str)
