@@ -74,7 +74,10 @@ def expr(node, depth: int = 0) -> Expr:
         params = tuple(p.name.value for p in all_params(node.params))
         return ("l", params, expr(node.body, depth + 1))
     if isinstance(node, cst.Dict):
-        return ("d", tuple(expr(e.value, depth + 1) for e in node.elements if isinstance(e, cst.DictElement)))
+        values = tuple(expr(e.value, depth + 1) for e in node.elements if isinstance(e, cst.DictElement))
+        if len(values) != len(node.elements):  # `{**base, ...}`: which keys it holds is not known
+            return ("d", values)
+        return ("d", values, tuple(expr(e.key, depth + 1) for e in node.elements))
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
         return ("q", tuple(expr(e.value, depth + 1) for e in node.elements))
     if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
@@ -97,7 +100,9 @@ def expr(node, depth: int = 0) -> Expr:
         return expr(node.value, depth + 1)
     if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
         return literal(node)
-    if isinstance(node, (cst.FormattedString, cst.Imaginary)):
+    if isinstance(node, cst.FormattedString):
+        return formatted(node, depth)
+    if isinstance(node, cst.Imaginary):
         return CONST
     if isinstance(node, cst.BinaryOperation):
         return ("op", expr(node.left, depth + 1), expr(node.right, depth + 1), type(node.operator).__name__)
@@ -138,6 +143,28 @@ def literal(node) -> Expr:
     except Exception:  # noqa: BLE001 - an odd literal (bad escape): its value is simply not known
         pass
     return CONST
+
+
+MAX_FORMATTED_PARTS = 8
+
+
+def formatted(node: cst.FormattedString, depth: int = 0) -> Expr:
+    """`f"{major}{minor}"` as ("fs", parts): the partial evaluator joins the parts when each is known
+    (FlashInfer picks its FP4 module by `get_fp4_quantization_module(f"{major}{minor}")`). A
+    conversion (`!r`), a format spec, `=` or an escape leaves it a constant of unknown value."""
+    if len(node.parts) > MAX_FORMATTED_PARTS:
+        return CONST
+    parts: list[Expr] = []
+    for part in node.parts:
+        if isinstance(part, cst.FormattedStringText):
+            if "\\" in part.value:
+                return CONST
+            parts.append(("k", part.value.replace("{{", "{").replace("}}", "}")))
+        elif part.conversion is None and part.format_spec is None and part.equal is None:
+            parts.append(expr(part.expression, depth + 1))
+        else:
+            return CONST
+    return ("fs", tuple(parts))
 
 
 def arg_expr(node) -> Expr:

@@ -8,7 +8,8 @@ independent of libcst's classes. Shapes:
     ("c", func, args, kwargs)        call; args a tuple of exprs, kwargs a tuple of (name, expr)
     ("s", base[, index])             subscript (the index when it is a single expression)
     ("l", params, body)              lambda
-    ("d", values)                    dict literal (values only: dispatch tables)
+    ("d", values[, keys])            dict literal (dispatch tables); keys when no `**` entry
+    ("fs", parts)                    f-string: ("k", text) and expression parts, joined when known
     ("q", elems)                     list / tuple / set / comprehension element
     ("if", a, b, test)               conditional expression: a if test else b
     ("not", e) ("and", es) ("or", es) boolean tests (guards)

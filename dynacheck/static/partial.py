@@ -19,8 +19,8 @@ from dynacheck.static.partial_calls import CallEvaluation
 from dynacheck.static.partial_members import MemberEvaluation
 from dynacheck.static.partial_names import NameEvaluation
 from dynacheck.static.partial_values import (
-    FAMILY_KINDS, MAX_DEPTH, NO_CUT, NOTHING, AtMost, BoundedTensor, Known, Member, Obj, Partial, Ref, arith,
-    compare, exists_probe, failed_command, flattened, known, merge, registers_once, render_test, unknown,
+    FAMILY_KINDS, MAX_DEPTH, MAX_SET, NO_CUT, NOTHING, PLAIN, AtMost, BoundedTensor, Known, Member, Obj, Partial,
+    Ref, arith, compare, exists_probe, failed_command, flattened, known, merge, registers_once, render_test, unknown,
 )
 
 
@@ -182,6 +182,19 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
 
     def _k(self, expr: Expr, scope: Scope, depth: int) -> Known:
         return known(expr[1]) if len(expr) > 1 else unknown()
+
+    def _fstring(self, expr: Expr, scope: Scope, depth: int) -> Known:
+        """`f"{major}{minor}"`: the text of each joining of its parts' known values."""
+        texts, opens = {""}, []
+        for part in expr[1]:
+            got = self.const(part, scope, depth)
+            opens.extend(got.opens)
+            if got.values is None or not all(isinstance(v, PLAIN) for v in got.values):
+                return unknown(*opens)
+            texts = {text + format(v) for text in texts for v in got.values}
+            if len(texts) > MAX_SET:
+                return unknown(*opens)
+        return known(*texts, opens=tuple(opens))
 
     def _seq(self, expr: Expr, scope: Scope, depth: int) -> Known:
         parts = [self.const(e, scope, depth) for e in expr[1]]
@@ -346,6 +359,7 @@ _HANDLERS = {
     "or": PartialEvaluator._andor,
     "if": PartialEvaluator._either,
     "q": PartialEvaluator._seq,
+    "fs": PartialEvaluator._fstring,
     "s": PartialEvaluator._sub,
     "idx": PartialEvaluator._unpacked,
     "sl": PartialEvaluator._slice,

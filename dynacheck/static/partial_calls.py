@@ -12,7 +12,7 @@ from dynacheck.static.ir import Expr
 from dynacheck.static.value_types import Scope, Value, evolve, receiver_key
 from dynacheck.static.partial_values import (
     argument_key, as_value, ENUM_BASES, ENV_READERS, known, Known, MAX_DEPTH, Member, merge, Partial, Ref,
-    STR_METHODS, unknown,
+    release, STR_METHODS, unknown, VERSION_PARSERS,
 )
 
 
@@ -174,6 +174,10 @@ class CallEvaluation:
                     return known(fact)
                 return unknown(Condition("the torch platform build", scope.module.path, 0, "platform"))
             return unknown()
+        if name in VERSION_PARSERS and len(args) == 1:
+            text = self.const(args[0], scope, depth)
+            parsed = {release(v) for v in text.values} if text.values is not None else {None}
+            return known(*parsed, opens=text.opens) if None not in parsed else unknown(*text.opens)
         if name == "builtins.isinstance" and len(args) == 2:
             return self._isinstance(args[0], args[1], scope, depth)
         if name in ("builtins.tuple", "builtins.list", "builtins.int", "builtins.str", "builtins.len",

@@ -45,8 +45,13 @@ class NameEvaluation:
                     return hit[1]
                 frame, opened = self._push(key), self._open_frame()
                 try:
-                    result = merge([self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
-                                    for e in self._reaching(fn, name, current)])
+                    reaching, entry = self._reaching(fn, name, current)
+                    parts = [self.const(e, current, depth) if e[0] not in ("fn", "cls") else unknown()
+                             for e in reaching]
+                    if entry:  # a parameter no assignment surely replaced: the value it came in with
+                        parts.append(self._of_values(bound) if bound is not None
+                                     else self._param(name, fn, current, depth))
+                    result = merge(parts)
                 finally:
                     del self._active[key]
                 got = self._close_frame(opened, frame)
@@ -62,23 +67,40 @@ class NameEvaluation:
             current = current.parent
         return self.global_(scope.module.module, name, depth)
 
-    def _reaching(self, fn, name: str, scope: Scope) -> list:
-        """The assignments of a local a guard can see: in the guard's own function, those written
-        above the guard (`x = env or None; if x is not None: return x` then `x = probe()` below),
-        from the last one that surely runs when the first does (outside loops, its own guards
-        decided true here):
+    def _reaching(self, fn, name: str, scope: Scope) -> tuple[list, bool]:
+        """The assignments of a local a guard can see, and whether a parameter's own value still can.
+        In the guard's own function, those written above the guard (`x = env or None; if x is not
+        None: return x` then `x = probe()` below), from the last one that surely runs when the first
+        does (outside loops, its own guards decided true here):
         `skip = False; if batch.is_extend(): skip = n <= k` leaves only `n <= k`. Elsewhere all of
-        them. Line 0 (a loop or `with` target) is kept: its place is not recorded."""
+        them. Line 0 (a loop or `with` target) is kept: its place is not recorded.
+
+        A parameter comes in with a value before any assignment runs: it reaches a guard until an
+        assignment above it surely runs (`if backend in ("120", "121"): backend = "120f"` leaves
+        both the caller's value and "120f" at the line below). Read at no known line (a return), it
+        reaches unless an assignment runs whatever the deployment (no guard, no loop)."""
         values = fn.assigns[name]
+        param = name in fn.params
         lines = fn.assign_lines.get(name, ())
+        guards = fn.assign_guards.get(name, ())
         if self._flow is None or self._flow[0] != id(scope) or len(lines) != len(values):
-            return values
+            if param and len(guards) == len(values) == len(lines):  # read anywhere: the return, most often
+                param = not any(line and not guards[i][0] and not guards[i][1] for i, line in enumerate(lines))
+            return values, param
         at = self._flow[1]
         before = [i for i, line in enumerate(lines) if line < at]
         if not before:
-            return values
-        guards = fn.assign_guards.get(name, ())
+            if param and len(guards) == len(values):  # only an assignment in a loop can come round to it
+                return [values[i] for i in range(len(values)) if guards[i][1]], True
+            return values, param
         if len(guards) == len(values):
+            if param:
+                before = [i for i in before if not self._never(guards[i][0], scope)]
+                for i in reversed(before):
+                    assign_guards, in_loop = guards[i]
+                    if lines[i] and not in_loop and self._surely(assign_guards, scope):
+                        return [values[j] for j in before[before.index(i):]], False
+                return [values[i] for i in before], True
             shared = set(guards[before[0]][0])  # tests both sit under (an early return above both)
             for i in reversed(before):
                 if i == before[0]:
@@ -88,18 +110,29 @@ class NameEvaluation:
                 if lines[i] and not in_loop and self._surely(extra, scope):
                     before = before[before.index(i):]
                     break
-        return [values[i] for i in before]
+        return [values[i] for i in before], param
+
+    def _never(self, guards: tuple, scope: Scope) -> bool:
+        """Whether a guard is decided against the code under it, on this deployment."""
+        return self._decided(guards, scope) == "against"
 
     def _surely(self, guards: tuple, scope: Scope) -> bool:
         """Whether every guard is decided the way the code under it needs, on this deployment."""
-        saved = self._flow
+        return self._decided(guards, scope) == "taken"
+
+    def _decided(self, guards: tuple, scope: Scope) -> str:
+        """"against" when a guard is decided against the code under it, "taken" when every one is decided
+        for it, else ""."""
+        saved, open_ = self._flow, False
         try:
             for test, taken, line in guards:
                 self._flow = (id(scope), line)
                 value, _ = self.truth(test, scope)
-                if value is None or value != taken:
-                    return False
-            return True
+                if value is None:
+                    open_ = True
+                elif value != taken:
+                    return "against"
+            return "" if open_ else "taken"
         finally:
             self._flow = saved
 

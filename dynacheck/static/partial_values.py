@@ -6,6 +6,7 @@ the pure helpers that compare, combine and label them.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -60,6 +61,28 @@ class AtMost:
     """A runtime integer known only by its bound, 1..limit: the traced batch's token count."""
 
     limit: int
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """`packaging.version.parse("12.9")`: a plain release number, compared the way packaging does
+    (trailing zeros do not count: 12.9 == 12.9.0). Pre-, post- and local releases are not modelled."""
+
+    parts: tuple
+
+
+def release(text: Any) -> "Release | None":
+    if not isinstance(text, str) or not _RELEASE(text.strip()):
+        return None
+    parts = [int(p) for p in text.strip().split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return Release(tuple(parts))
+
+
+_RELEASE = re.compile(r"\d+(\.\d+)*").fullmatch
+VERSION_PARSERS = frozenset({"packaging.version.parse", "packaging.version.Version"})
+PLAIN = (str, int, float, type(None))  # what `f"{x}"` joins (bool is an int)
 
 
 @dataclass(frozen=True)

@@ -235,8 +235,12 @@ class Reacher:
         if hit is not None and hit[0] is call and hit[1] is scope:
             self.ev.partial.reads |= hit[3]
             return list(hit[2])
-        saved = self.ev.reads_begin()
-        targets = self.ev.eval(call.func, scope)
+        saved, flow = self.ev.reads_begin(), self.ev.partial._flow
+        self.ev.partial._flow = (id(scope), call.line)  # locals as assigned above the call (a dispatch key)
+        try:
+            targets = self.ev.eval(call.func, scope)
+        finally:
+            self.ev.partial._flow = flow
         self.ev.sites[key] = (call, scope, tuple(targets), self.ev.reads_end(saved))
         return targets
 
@@ -446,7 +450,9 @@ def _guard_names(fn) -> frozenset:
             for value in fn.assigns.get(local, ()):
                 if value and value[0] not in ("fn", "cls"):
                     names |= names_in([value])
-        names |= names_in([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))])
+        # an f-string argument is text (a name, a message): the callee does not branch on the parameters in it
+        names |= names_in([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))
+                           if a and a[0] != "fs"])
         _GUARD_NAMES[key] = (fn, frozenset(names & set(fn.params) - {"self", "cls"} - _tensors_only(fn)))
     return _GUARD_NAMES[key][1]
 

@@ -29,7 +29,9 @@ class ContainerValues:
         out: list[Value] = []
         for value in self.eval(base, scope, depth + 1):
             if value.kind == "cont":
-                out.extend(evolve(v, via=value.via if v.via == m.VIA_IMPORT else v.via) for v in value.items)
+                picked = self._keyed(value, expr, scope, depth)
+                items = value.items if picked is None else picked
+                out.extend(evolve(v, via=value.via if v.via == m.VIA_IMPORT else v.via) for v in items)
             else:
                 out.append(UNKNOWN)
         return out
@@ -92,8 +94,25 @@ class ContainerValues:
 
     def _dict(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         items = [v for e in expr[1] for v in self.eval(e, scope, depth + 1)]
+        keyed = len(expr) > 2  # the literal and its scope stay with the value, for a subscript by a known key
         return [Value("cont", items=tuple(dedupe([evolve(v, via=m.VIA_DISPATCH) for v in items]))[:MAX_VALUES],
-                      via=m.VIA_DISPATCH)]
+                      via=m.VIA_DISPATCH, expr=expr if keyed else None, scope=scope if keyed else None)]
+
+    def _keyed(self, table: Value, expr: Expr, scope: Scope, depth: int) -> list[Value] | None:
+        """`backend_modules[backend]` where the deployment decides `backend`: the entries of those keys
+        (FlashInfer's FP4 module by compute capability). None when the key or a key of the literal is
+        not known; [] when no entry matches (a KeyError: nothing is called)."""
+        literal = table.expr
+        if literal is None or len(expr) < 3 or table.scope is None:
+            return None
+        index = self.partial.const(expr[2], scope, 0)
+        if index.values is None or index.opens:
+            return None
+        keys = [self.partial.const(k, table.scope, 0) for k in literal[2]]
+        if any(k.values is None or len(k.values) != 1 for k in keys):
+            return None
+        wanted = [value for key, value in zip(keys, literal[1]) if next(iter(key.values)) in index.values]
+        return [v for e in wanted for v in self.eval(e, table.scope, depth + 1)]
 
     def _either(self, expr: Expr, scope: Scope, depth: int) -> list[Value]:
         if len(expr) > 3:  # `a if test else b`: one side when the deployment decides the test

@@ -418,6 +418,7 @@ _HANDLERS = {
     "d": Evaluator._dict,
     "if": Evaluator._either,
     "k": lambda self, expr, scope, depth: [CONST],
+    "fs": lambda self, expr, scope, depth: [CONST],
     "op": Evaluator._binary,
 }
 
