@@ -11,6 +11,8 @@ a *condition* the chain carries. Everything is bounded (depth, value-set size) a
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from dynacheck.deploy.facts import ALL_FACTS, UNKNOWN as FACT_UNKNOWN, Deployment
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr
@@ -82,16 +84,22 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         if hit is not None and hit[0] is scope and hit[1] is test:
             self.reads |= hit[3]
             return hit[2]
-        saved, depth, opened = self._flow, len(self._active), self._open_frame()
-        self._flow = (id(scope), line)
-        try:
+        depth, opened = len(self._active), self._open_frame()
+        with self.at_line(scope, line):
             answer = self.truth(test, scope)
-        finally:
-            self._flow = saved
         got = self._close_frame(opened, depth)
         if got is not None:
             self._memo[key] = (scope, test, answer, got)
         return answer
+
+    @contextmanager
+    def at_line(self, scope: Scope, line: int):
+        """Locals of `scope` read as assigned above `line` while inside (a guard's or a call's line)."""
+        saved, self._flow = self._flow, (id(scope), line)
+        try:
+            yield
+        finally:
+            self._flow = saved
 
     # A result is memoized unless a recursion cut-off inside it re-entered an evaluation that was
     # already in progress when it started (its value then depends on how it was reached). A cut-off

@@ -123,18 +123,15 @@ class NameEvaluation:
     def _decided(self, guards: tuple, scope: Scope) -> str:
         """"against" when a guard is decided against the code under it, "taken" when every one is decided
         for it, else ""."""
-        saved, open_ = self._flow, False
-        try:
-            for test, taken, line in guards:
-                self._flow = (id(scope), line)
+        open_ = False
+        for test, taken, line in guards:
+            with self.at_line(scope, line):
                 value, _ = self.truth(test, scope)
-                if value is None:
-                    open_ = True
-                elif value != taken:
-                    return "against"
-            return "" if open_ else "taken"
-        finally:
-            self._flow = saved
+            if value is None:
+                open_ = True
+            elif value != taken:
+                return "against"
+        return "" if open_ else "taken"
 
     def _param(self, name: str, fn, scope: Scope, depth: int) -> Known:
         """A parameter the call did not bind: a deployment object when its annotation says so."""

@@ -235,12 +235,9 @@ class Reacher:
         if hit is not None and hit[0] is call and hit[1] is scope:
             self.ev.partial.reads |= hit[3]
             return list(hit[2])
-        saved, flow = self.ev.reads_begin(), self.ev.partial._flow
-        self.ev.partial._flow = (id(scope), call.line)  # locals as assigned above the call (a dispatch key)
-        try:
+        saved = self.ev.reads_begin()
+        with self.ev.partial.at_line(scope, call.line):  # locals as assigned above the call (a dispatch key)
             targets = self.ev.eval(call.func, scope)
-        finally:
-            self.ev.partial._flow = flow
         self.ev.sites[key] = (call, scope, tuple(targets), self.ev.reads_end(saved))
         return targets
 
