@@ -275,10 +275,11 @@ class TensorHazards:
 
     def _caller_seeds(self, fn: FunctionSummary, node, envs: dict[NodeKey, _Env]) -> set[str]:
         seeds = _annotated(fn)
-        params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
-        # parameters with a default are usually flags and options: only required ones take a caller's tensor
+        # each parameter keeps its position (a call's arguments are matched by it): one annotated with
+        # another type, or with a default (usually a flag or an option), takes no caller's tensor
         required = fn.arity[1] - (len(fn.params[:fn.arity[0]]) - len(_positional(fn, True)))
-        params = tuple(p if i < required else "" for i, p in enumerate(params))
+        params = tuple(p if i < required and (p not in fn.param_annotations or p in seeds) else ""
+                       for i, p in enumerate(_positional(fn, True)))
         for edge in (node, *node.others):
             caller = envs.get(edge.parent)
             if caller is None:
