@@ -10,7 +10,8 @@ where a graph break also makes Dynamo give up on the loop's frame, GB7000):
     builtin  `range(v)` `sorted(v)` `str(v)` `repr(v)` ...      extra: the builtin's name
     math     `math.f(v)` (any dotted callee; resolved later)   extra: the callee expr
     index    `base[v]` with one non-slice index                extra: the base expr
-    format   `f"{v}"`                                          extra: the name it is assigned to, if any
+    format   `f"{v}"`                 extra: the name it is assigned to, or ("arg", callee) when it is
+                                      a call's argument, else None
     class    a class statement in the function body            expr: the class name
 """
 
@@ -91,6 +92,7 @@ def calls_and_uses(root, line: int, in_loop: bool = False,
     stack: list = [(root, ())]
     inside: list[tuple] = []  # per call: the conditional-expression branches it sits in (test node, taken)
     called: set[int] = set()  # the `self.m` of `self.m(...)`: a method call, not a read
+    passed: dict[int, Expr] = {}  # an f-string given straight to a call -> that call's function
     while stack:
         node, where = stack.pop()
         kind = type(node)
@@ -99,6 +101,9 @@ def calls_and_uses(root, line: int, in_loop: bool = False,
             inside.append(where)
             _call(node, line, uses)
             called.add(id(node.func))
+            for arg in node.args:
+                if type(arg.value) is cst.FormattedString and not arg.star:
+                    passed[id(arg.value)] = cn.expr(node.func)
         elif kind is cst.Attribute and self_reads is not None and id(node) not in called:
             base = node.value
             if type(base) is cst.Name and base.value == "self":
@@ -112,9 +117,11 @@ def calls_and_uses(root, line: int, in_loop: bool = False,
         elif kind is cst.Subscript:
             _subscript(node, line, uses)
         elif kind is cst.FormattedString:
+            # Dynamo formats lazily: where the string goes decides where (and whether) it becomes text
+            goes = named if node is _value(root) else (("arg", passed[id(node)]) if id(node) in passed else None)
             for part in node.parts:
                 if isinstance(part, cst.FormattedStringExpression):
-                    uses.append(("format", line, cn.expr(part.expression), named if node is _value(root) else None))
+                    uses.append(("format", line, cn.expr(part.expression), goes))
         children = cn.expr_children(node)
         if children:
             stack.extend((child, where) for child in reversed(children))
