@@ -389,3 +389,26 @@ def test_a_capability_probe_unpacked_from_a_tuple_decides_an_instance_flag(scan_
     result = scan_roots([Path(__file__).parent / "fixtures" / "attr"], ["attrfx.marlin:Model.forward"],
                         cache_dir=scan_cache, deployment=spec)
     assert [(f.site.callee, f.conditions) for f in result.findings] == ([("subprocess.run", ())] if marlin else [])
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, {"builtins.print"}),
+    ({"DEPFX_ARCHS": "9.0", "DEPFX_QUIET": "1"}, {"subprocess.run"}),
+    ({"DEPFX_MODE": "probe"}, {"builtins.print", "os.system"}),
+    ({"DEPFX_MODE": "fast"}, {"builtins.print"}),
+])
+def test_a_membership_test_on_os_environ_reads_the_deployment_env(scan_cache, env, expected):
+    """`"X" in os.environ` and `os.environ["X"]` are the deployment's environment: every variable not
+    given is unset, so each branch is taken or not, with no condition left."""
+    spec = DeploymentSpec(framework=FACTS, gpu="sm120", env=env)
+    result = scan_roots([ROOT], ["depfx.env_probe:Arch.forward"], cache_dir=scan_cache, deployment=spec)
+    assert {f.site.callee for f in result.findings if not f.conditions} == expected
+    assert not [f for f in result.findings if f.conditions]
+
+
+def test_without_a_deployment_an_environ_test_is_an_env_condition(scan_cache):
+    result = scan_roots([ROOT], ["depfx.env_probe:Arch.forward"], cache_dir=scan_cache)
+    waits = {f.site.callee: [c.text for c in f.conditions] for f in result.findings}
+    assert waits == {"subprocess.run": ["'DEPFX_ARCHS' in os.environ"],
+                     "builtins.print": ["'DEPFX_QUIET' not in os.environ"],
+                     "os.system": ["'DEPFX_MODE' in os.environ and os.environ[...] == 'probe'"]}

@@ -249,6 +249,15 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         opens = list(left.opens)
         result: Known | None = None
         for op, right_expr in expr[2]:
+            if op in ("In", "NotIn") and self._is_environ(right_expr, scope):
+                right = self._environ(left, scope)  # {True} when set, {False} when unset, else unknown
+                if right.values is None:
+                    return unknown(*opens, *right.opens)
+                result = known(*(v == (op == "In") for v in right.values))
+                left = right
+                if not next(iter(result.values)):
+                    return known(False, opens=tuple(opens))
+                continue
             right = self.const(right_expr, scope, depth)
             opens.extend(right.opens)
             if op in ("Is", "IsNot") and (left.values is None or right.values is None):
@@ -298,9 +307,28 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
                 outs.add(out)
         return known(*outs, opens=opens)
 
+    def _is_environ(self, expr: Expr, scope: Scope) -> bool:
+        return bool(expr) and expr[0] == "a" and expr[2] == "environ" and \
+            self._external_name(expr, scope) == "os.environ"
+
+    def _environ(self, key: Known, scope: Scope, value: bool = False) -> Known:
+        """Whether the variable named by `key` is set (its value with `value`) on this deployment:
+        `"X" in os.environ`, `os.environ["X"]`. An unset one is known unset only when the deployment
+        gives its whole environment (unset stays unknown otherwise: an env condition)."""
+        if key.values is None or len(key.values) != 1:
+            return unknown(*key.opens)
+        var = str(next(iter(key.values)))
+        if var in self.dep.env:
+            return known(self.dep.env[var] if value else True)
+        if self.dep.env_complete:
+            return unknown() if value else known(False)  # os.environ[...] of an unset one raises
+        return unknown(Condition(f"env {var}", scope.module.path, 0, "env"))
+
     def _sub(self, expr: Expr, scope: Scope, depth: int) -> Known:
         if len(expr) < 3:
             return unknown()
+        if self._is_environ(expr[1], scope):
+            return self._environ(self.const(expr[2], scope, depth), scope, value=True)
         base, index = self.const(expr[1], scope, depth), self.const(expr[2], scope, depth)
         if base.values is None or index.values is None:
             return unknown(*(base.opens + index.opens))
