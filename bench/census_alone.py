@@ -88,7 +88,10 @@ def _fresh_cell(cell: dict, deployment) -> tuple[str, str, list[str]] | None:
     from dynacheck.census.run import cell_record
     from dynacheck.static.scan import scan_targets
 
-    session, spec = _FRESH["session"], deployment.spec()
+    from dataclasses import replace
+
+    # the cell's model class is its config's architecture, as in the census (facts.ARCH_FACT)
+    session, spec = _FRESH["session"], replace(deployment.spec(), architecture=cell["model"])
     session.engine(spec, None)
     session._builder = None  # findings built afresh too, not reused by walk signature from an earlier cell
     try:

@@ -329,6 +329,28 @@ def test_decoder_layers_picked_by_a_constructor_parameter_are_walked(pinned_targ
 
 
 @pytest.mark.wheels
+def test_classes_sharing_a_forward_differ_where_the_architecture_decides(pinned_targets, scan_cache):
+    """DeepseekV2ForCausalLM and DeepseekV3ForCausalLM compile the same DeepseekV2Model.forward, but only
+    an architecture in `is_deepseek_nsa`'s list builds the NSA indexer (configs/model_config.py:54-66,
+    `self.use_nsa`, models/deepseek_v2.py:1101): the V2 cells lose the indexer's breaks (its k_norm's
+    FlashInfer layernorm, the hadamard kernel), the V3 cells keep them (`index_topk` is unknown without
+    a checkpoint, so the path stays walked)."""
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name == "bf16/sm120"]
+    census = run_census(pinned_targets, wanted, cache_dir=scan_cache, jobs=1,
+                        models=["DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"])
+    cells = {c["model"]: c for c in census.cells}
+    assert cells["DeepseekV2ForCausalLM"]["entry"] == cells["DeepseekV3ForCausalLM"]["entry"]
+    indexer = lambda cell: {f for f in cell["breaks_by_function"]  # noqa: E731
+                            if "nsa_indexer" in f or f in ("flashinfer.norm.layernorm",
+                                                           "sglang.jit_kernel.hadamard.hadamard_transform")}
+    assert indexer(cells["DeepseekV2ForCausalLM"]) == set()
+    assert "sglang.srt.layers.attention.nsa.nsa_indexer.Indexer.forward_cuda" in indexer(cells["DeepseekV3ForCausalLM"])
+    assert cells["DeepseekV2ForCausalLM"]["fatal_sites"] < cells["DeepseekV3ForCausalLM"]["fatal_sites"]
+
+
+@pytest.mark.wheels
 @pytest.mark.slow
 def test_a_cell_is_what_its_model_walked_alone_gives(pinned_targets, scan_cache):
     """Apertus after Afmoe in one evaluator, and Apertus alone: SGLang's `_TP` used to be memoized as

@@ -412,3 +412,40 @@ def test_without_a_deployment_an_environ_test_is_an_env_condition(scan_cache):
     assert waits == {"subprocess.run": ["'DEPFX_ARCHS' in os.environ"],
                      "builtins.print": ["'DEPFX_QUIET' not in os.environ"],
                      "os.system": ["'DEPFX_MODE' in os.environ and os.environ[...] == 'probe'"]}
+
+
+def _arch_scan(scan_cache, architecture, session=None, entry="depfx.arch_gate:Model.forward"):
+    from dynacheck.static.scan import scan_targets
+    from dynacheck.sources.resolve import resolve_target
+
+    spec = DeploymentSpec(framework=FACTS, gpu="sm90", architecture=architecture)
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    result = scan_targets(targets, [entry], cache_dir=scan_cache, deployment=spec,
+                          session=session, reuse=False)
+    return {f.site.callee for f in result.findings}
+
+
+def test_a_census_cell_s_architecture_decides_an_architecture_gate(scan_cache):
+    """`config.architectures[0] in [...]` is the cell's model class (SGLang builds the class its config's
+    architecture names): a class outside the list never builds the layer; one inside it does, whatever
+    the config's other fields (unknown without a checkpoint, so the path stays walked). Without an
+    architecture nothing is decided, as before."""
+    assert _arch_scan(scan_cache, "PlainForCausalLM") == set()
+    assert _arch_scan(scan_cache, "SparseForCausalLM") == {"subprocess.run"}
+    assert _arch_scan(scan_cache, None) == {"subprocess.run"}
+    # read through `getattr` behind an `isinstance(config, dict)` test (sglang 0.5.10's is_deepseek_nsa)
+    entry = "depfx.arch_gate:AnyModel.forward"
+    assert _arch_scan(scan_cache, "PlainForCausalLM", entry=entry) == set()
+    assert _arch_scan(scan_cache, "SparseForCausalLM", entry=entry) == {"subprocess.run"}
+
+
+def test_switching_the_architecture_in_one_session_drops_what_read_it(scan_cache):
+    """A census walks forward after forward with one evaluator per deployment, switching the class in
+    place (ScanSession.engine): each answer is the one a fresh session gives."""
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession
+
+    session = ScanSession.open([resolve_target(str(ROOT), cache_dir=scan_cache)], scan_cache)
+    order = ["SparseForCausalLM", "PlainForCausalLM", "SparseV2ForCausalLM", "PlainForCausalLM", "SparseForCausalLM"]
+    assert [_arch_scan(scan_cache, name, session) for name in order] == \
+        [_arch_scan(scan_cache, name) for name in order] == [{"subprocess.run"}, set()] * 2 + [{"subprocess.run"}]

@@ -129,20 +129,22 @@ def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = ""
     _WORKER["passes"] = passes
 
 
-def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list[list[tuple[str, dict[str, Any] | str]]]:
+def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]],
+                classes: dict[str, list[str]] | None = None) -> list[list[tuple]]:
     """Every forward on each deployment of a chain (deployments that differ in their GPU and
     checkpoint format only), in order; a failure is a reason string, never a crash. Each
     deployment's evaluator is forked from the one walked before it (ScanSession.engine), and all
-    are let go at the end."""
+    are let go at the end. `classes`: the model classes whose cells each forward gives
+    (_walk_entries)."""
     session = _WORKER["session"]
     out, walked = [], None
     try:
         for deployment, walk in zip(chain, entries):
-            found = _walk_entries(deployment, walk, walked)
+            found = _walk_entries(deployment, walk, walked, classes or {})
             out.append(found)
             if _WORKER.get("passes") is not None:
                 _WORKER["passes"].put((deployment.name, len(found)))
-            if any(isinstance(record, dict) and "refused" not in record for _, record in found):
+            if any(isinstance(record, dict) and "refused" not in record for _, _, record in found):
                 if walked is not None:  # the next one forks from this one
                     session.release(walked)
                 walked = deployment.spec()
@@ -155,29 +157,57 @@ def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]]) -> list
     return out
 
 
-def _walk_entries(deployment: CensusDeployment, entries: list[str],
-                  fork_from: DeploymentSpec | None = None) -> list[tuple[str, dict[str, Any] | str]]:
+def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: DeploymentSpec | None = None,
+                  classes: dict[str, list[str]] | None = None) -> list[tuple[str, str, dict[str, Any] | str]]:
+    """`(forward, model class, record)` per forward, the class "" when the record holds for every
+    class whose cells the forward gives. Each forward is walked with its first class as
+    `config.architectures`; when the walk read it (`is_deepseek_nsa(config)`), again for each other
+    class (facts.ARCH_FACT)."""
+    from dynacheck.deploy.facts import ARCH_FACT
+
+    out: list[tuple[str, str, dict[str, Any] | str]] = []
+    session = _WORKER["session"]
+    try:
+        facts = session.engine(deployment.spec(), fork_from)[0]
+    except UserError as exc:
+        return [(entry, "", str(exc)) for entry in entries]
+    except Exception as exc:  # noqa: BLE001 - the deployment's facts could not be read: every cell says why
+        return [(entry, "", f"internal error: {type(exc).__name__}: {exc}") for entry in entries]
+    if facts.refused:  # the framework never loads it: nothing is compiled, nothing to walk
+        return [(entry, "", {"refused": facts.refused}) for entry in entries]
+    for entry in entries:
+        names = (classes or {}).get(entry) or [""]
+        record, read = _walk_cell(deployment, entry, names[0])
+        if not read & ARCH_FACT:
+            out.append((entry, "", record))
+            continue
+        out.append((entry, names[0], record))
+        out.extend((entry, name, _walk_cell(deployment, entry, name)[0]) for name in names[1:])
+    return out
+
+
+def _walk_cell(deployment: CensusDeployment, entry: str, architecture: str) -> tuple[dict[str, Any] | str, int]:
+    """One scan's record (or why it failed) and the deployment facts its walk read."""
+    from dataclasses import replace
+
     from dynacheck.static.scan import scan_targets
 
-    out: list[tuple[str, dict[str, Any] | str]] = []
+    session = _WORKER["session"]
+    spec = replace(deployment.spec(), architecture=architecture or None)
+    evaluator = None
     try:
-        facts = _WORKER["session"].engine(deployment.spec(), fork_from)[0]
-    except UserError as exc:
-        return [(entry, str(exc)) for entry in entries]
-    except Exception as exc:  # noqa: BLE001 - the deployment's facts could not be read: every cell says why
-        return [(entry, f"internal error: {type(exc).__name__}: {exc}") for entry in entries]
-    if facts.refused:  # the framework never loads it: nothing is compiled, nothing to walk
-        return [(entry, {"refused": facts.refused}) for entry in entries]
-    for entry in entries:
+        evaluator = session.engine(spec)[1]
+        saved = evaluator.reads_begin()
         try:
             result = scan_targets(_WORKER["targets"], [entry], None, cache_dir=_WORKER["cache_dir"],
-                                  deployment=deployment.spec(), session=_WORKER["session"])
-            out.append((entry, cell_record(result)))
-        except UserError as exc:
-            out.append((entry, str(exc)))
-        except Exception as exc:  # one cell's analyzer failure must not end the census
-            out.append((entry, f"internal error: {type(exc).__name__}: {exc}"))
-    return out
+                                  deployment=spec, session=session)
+        finally:
+            read = evaluator.reads_end(saved)
+        return cell_record(result), read
+    except UserError as exc:
+        return str(exc), 0
+    except Exception as exc:  # noqa: BLE001 - one cell's analyzer failure must not end the census
+        return f"internal error: {type(exc).__name__}: {exc}", 0
 
 
 def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
@@ -230,14 +260,15 @@ class _Progress:
                           f"deployment pairs, last {name})")
 
 
-def _in_workers(tasks: list, jobs: int, targets: list[Target], cache_dir: Path | None, passes: _Progress) -> list:
+def _in_workers(tasks: list, jobs: int, targets: list[Target], cache_dir: Path | None, passes: _Progress,
+                classes: dict[str, list[str]]) -> list:
     """Each task's output, in task order, walked by `jobs` worker processes; their progress reports
     are read while they work."""
     bodies = tempfile.mkdtemp(prefix="dynacheck-census-bodies-")
     reports = multiprocessing.Queue()
     executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(targets, cache_dir, bodies, reports))
     try:
-        futures = [executor.submit(_walk_chain, chain, walks) for chain, walks in tasks]
+        futures = [executor.submit(_walk_chain, chain, walks, classes) for chain, walks in tasks]
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=0.2)
@@ -328,7 +359,12 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                     and deployment not in wanted.setdefault(model.entry, []):
                 wanted[model.entry].append(deployment)
     results: dict[tuple[str, str], dict[str, Any] | str] = {}
+    by_class: dict[tuple[str, str, str], dict[str, Any] | str] = {}  # where a forward's cells differ per class
     entries = sorted(wanted, key=lambda e: -len(wanted[e]))
+    classes: dict[str, list[str]] = {}
+    for model in registered:
+        if model.entry in wanted:
+            classes.setdefault(model.entry, []).append(model.name)
     tasks = _tasks(deployments, entries, wanted)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     passes = _Progress(progress, sum(len(chain) for chain, _ in tasks))
@@ -337,13 +373,15 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                  f"deployments, walked in {jobs} process{'es' if jobs > 1 else ''}")
     if jobs == 1:
         _init_worker(list(targets), cache_dir, passes=passes)
-        outputs = [_walk_chain(chain, walks) for chain, walks in tasks]
+        outputs = [_walk_chain(chain, walks, classes) for chain, walks in tasks]
     else:
-        outputs = _in_workers(tasks, jobs, list(targets), cache_dir, passes)
+        outputs = _in_workers(tasks, jobs, list(targets), cache_dir, passes, classes)
     for (chain, _), output in zip(tasks, outputs):
         for deployment, found in zip(chain, output):
-            for entry, record in found:
-                results[(entry, deployment.name)] = record
+            for entry, name, record in found:
+                if name:
+                    by_class[(entry, deployment.name, name)] = record
+                results.setdefault((entry, deployment.name), record)
     reason = _one_failure(results)
     if reason:
         raise UserError(f"No cell of the census could be walked: {reason}")
@@ -356,7 +394,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
             if reason:
                 census.not_applicable.append(base | {"reason": reason})
                 continue
-            record = results[(model.entry, deployment.name)]
+            record = by_class.get((model.entry, deployment.name, model.name), results[(model.entry, deployment.name)])
             if isinstance(record, dict) and "refused" in record:
                 census.not_applicable.append(base | {"reason": record["refused"]})
                 continue
@@ -364,6 +402,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 census.errors.append(base | {"reason": record})
                 continue
             census.cells.append(base | {"entry": model.entry, "entry_how": model.how} | record)
-    census.stats = {"models": len(registered), "forwards": len(entries), "scans": len(results),
+    census.stats = {"models": len(registered), "forwards": len(entries),
+                    "scans": len(results) + len(by_class) - len({k[:2] for k in by_class}),
                     "jobs": jobs, "seconds": round(time.perf_counter() - started, 2)}
     return census

@@ -42,6 +42,8 @@ class DeploymentSpec:
     # a census cell: a launch flag the scanned SGLang lacks makes the deployment one that does not start
     # (argparse exits on it), where a scan's --server-args reports it as the user's mistake
     refuse_unknown_flags: bool = False
+    # a census cell's model class: `config.architectures` when no model config is given
+    architecture: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -97,6 +99,8 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
             _presets_dir().joinpath(given["model_config"]).read_text("utf-8"), given["model_config"])
     elif config_path is not None:
         deployment.model_config = read_model_config(config_path)
+    if not deployment.model_config:
+        deployment.architecture = spec.architecture or ""
     framework = preset.get("framework", "sglang")
     if spec.framework is not None:
         try:

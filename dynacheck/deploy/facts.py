@@ -17,10 +17,13 @@ UNKNOWN = object()  # a fact the deployment does not fix
 # census walks as forks of one evaluator (bf16 / fp8 / nvfp4 / mxfp4 x sm90 / sm100 / sm120).
 GPU_FACT = 1
 QUANT_FACT = 2  # the --quantization server arg, and the config class it pins (type_pins)
+# the model class a census cell walks, read as `config.architectures` (SGLang builds the class its config's
+# architecture names); switched in place between a census's forwards (ScanSession.engine)
+ARCH_FACT = 4
 ALL_FACTS = -1  # what a computation cut short may have read
 GPU_PROBES = frozenset({"torch.cuda.get_device_capability"})
 QUANT_ARGS = frozenset({"quantization"})  # server-args fields read through QUANT_FACT, not the object
-_FREE_FIELDS = ("name", "gpu", "refused")  # not read by the evaluator, or read through a fact bit
+_FREE_FIELDS = ("name", "gpu", "refused", "architecture")  # not read by the evaluator, or read through a fact bit
 _QUANT_FIELDS = ("quantization", "type_pins", "server_args_given", "server_args")  # compared below
 
 # Compute capability per --gpu name (the major decides SGLang's is_sm*_supported helpers).
@@ -47,6 +50,8 @@ class Deployment:
     # namespace path parts of the server args (sglang >= 0.5.23: `get_exec().graph.x` is field x)
     server_args_segments: tuple[str, ...] = ()
     model_config: dict[str, Any] = field(default_factory=dict)  # the HF config.json values
+    # without a model config: the model class the walk starts in, its config's only known field (a census cell)
+    architecture: str = ""
     quantization: str = ""  # SGLang's quantization method name, e.g. modelopt_fp4
     runtime: dict[str, Any] = field(default_factory=dict)  # module.global -> value while the runner compiles
     traced_batch: dict[str, Any] = field(default_factory=dict)  # field -> fact about the batch it traces with
@@ -124,6 +129,8 @@ class Deployment:
             return None
         dirty = GPU_FACT if self.external_call("torch.cuda.get_device_capability") != \
             other.external_call("torch.cuda.get_device_capability") else 0
+        if self.architecture != other.architecture:
+            dirty |= ARCH_FACT
         # type_pins follow from the quantization (pinned after the fork: not compared)
         if (self.quantization, {k: self.server_args.get(k) for k in QUANT_ARGS}) != \
                 (other.quantization, {k: other.server_args.get(k) for k in QUANT_ARGS}):

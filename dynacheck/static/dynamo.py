@@ -85,6 +85,12 @@ class Boundaries:
             setattr(child, table, {k: v for k, v in getattr(self, table).items() if not v[-1] & dirty})
         return child
 
+    def forget(self, facts: int) -> None:
+        """Drop, in place, what read any of `facts` (Evaluator.forget)."""
+        for table in (self._effects, self._probes, self._library):
+            for key in [key for key, entry in table.items() if entry[-1] & facts]:
+                del table[key]
+
     # ----- decorators --------------------------------------------------------------------------
 
     def _memoized(self, table: dict, func: Value, guard, compute):

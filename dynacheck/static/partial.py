@@ -38,6 +38,7 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         self._low = NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)
         self.reads = 0  # the facts (facts.GPU_FACT...) read by the evaluation in progress, see _open_frame
+        self.architecture_asks = 0  # reads of a census cell's `config.architectures` (facts.ARCH_FACT)
 
     # ----- tests -------------------------------------------------------------------------------
 

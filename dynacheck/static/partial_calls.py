@@ -11,9 +11,12 @@ from dynacheck.model import Condition
 from dynacheck.static.ir import Expr
 from dynacheck.static.value_types import Scope, Value, evolve, receiver_key
 from dynacheck.static.partial_values import (
-    argument_key, as_value, ENUM_BASES, ENV_READERS, known, Known, MAX_DEPTH, Member, merge, Partial, Ref,
+    argument_key, as_value, ENUM_BASES, ENV_READERS, known, Known, MAX_DEPTH, Member, merge, Obj, Partial, Ref,
     release, STR_METHODS, unknown, VERSION_PARSERS,
 )
+
+
+BUILTIN_CONTAINERS = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "builtins.str", "builtins.set"})
 
 
 class CallEvaluation:
@@ -180,6 +183,8 @@ class CallEvaluation:
             return known(*parsed, opens=text.opens) if None not in parsed else unknown(*text.opens)
         if name == "builtins.isinstance" and len(args) == 2:
             return self._isinstance(args[0], args[1], scope, depth)
+        if name == "builtins.getattr" and len(args) in (2, 3):
+            return self._getattr(args, scope, depth)
         if name in ("builtins.tuple", "builtins.list", "builtins.int", "builtins.str", "builtins.len",
                     "builtins.bool", "builtins.map") and args:
             return self._builtin(name.rpartition(".")[2], args, scope, depth)
@@ -224,11 +229,24 @@ class CallEvaluation:
             return unknown(*base.opens)
         return known(*(tuple(o) if isinstance(o, list) else o for o in outs), opens=base.opens)
 
+    def _getattr(self, args: tuple, scope: Scope, depth: int) -> Known:
+        """`getattr(config, "architectures", None)` on a deployment object: its attribute (a field the
+        deployment does not fix stays unknown, as `config.x` does; the default is not assumed)."""
+        base = self.const(args[0], scope, depth)
+        attr = self.const(args[1], scope, depth)
+        if base.values is None or not base.values or not all(isinstance(v, Obj) for v in base.values) \
+                or attr.values is None or len(attr.values) != 1 or not isinstance(next(iter(attr.values)), str):
+            return unknown(*base.opens)
+        return self.const(("a", args[0], next(iter(attr.values))), scope, depth)
+
     def _isinstance(self, obj_expr: Expr, cls_expr: Expr, scope: Scope, depth: int) -> Known:
         objs = self.const(obj_expr, scope, depth)
         classes = self.ev.eval(cls_expr, scope)
         if cls_expr and cls_expr[0] == "q":
             classes = [v for e in cls_expr[1] for v in self.ev.eval(e, scope)]
+        if objs.values and all(isinstance(v, Obj) for v in objs.values) and classes \
+                and all(c.kind == "ext" and c.name in BUILTIN_CONTAINERS for c in classes):
+            return known(False, opens=objs.opens)  # a config or server-args object is no dict, list or str
         targets = {(c.module, c.name) for c in classes if c.kind == "cls"}
         if objs.values is None or not targets or len(targets) != len(classes):
             return unknown(*objs.opens)

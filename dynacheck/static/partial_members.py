@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynacheck.deploy.facts import QUANT_ARGS, QUANT_FACT, UNKNOWN as FACT_UNKNOWN
+from dynacheck.deploy.facts import ARCH_FACT, QUANT_ARGS, QUANT_FACT, UNKNOWN as FACT_UNKNOWN
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.value_types import Scope, Value, evolve
 from dynacheck.static.partial_values import (
-    as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES, Member, merge, NOTHING,
+    ARCHITECTURE_ONLY, as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES, Member, merge,
+    NOTHING,
     Obj, OBJECT_FAMILY, Ref, unknown,
 )
 
@@ -44,6 +45,12 @@ class MemberEvaluation:
         if obj.kind == "server_args" and name in QUANT_ARGS:
             self.reads |= QUANT_FACT
             return self.dep.server_args.get(name, FACT_UNKNOWN)
+        if obj.kind == ARCHITECTURE_ONLY.kind:
+            if name != "architectures":
+                return FACT_UNKNOWN
+            self.reads |= ARCH_FACT
+            self.architecture_asks += 1
+            return (self.dep.architecture,)
         got = obj.get(name)
         if got is FACT_UNKNOWN and obj.kind == "server_args" and name in self.dep.server_args_segments:
             return obj  # a namespace's bag (`get_exec().graph`): its fields are the flat server args
@@ -53,8 +60,8 @@ class MemberEvaluation:
         if isinstance(value, Obj):
             got = self._field(value, attr)
             if got is FACT_UNKNOWN:
-                if value.kind == "traced_batch":
-                    return unknown()  # a runtime value of the batch, as before the batch had facts
+                if value.kind in ("traced_batch", ARCHITECTURE_ONLY.kind):
+                    return unknown()  # a runtime value of the batch, or a config field no checkpoint fixes here
                 kind, label = OBJECT_FAMILY.get(value.kind, ("config", "config"))
                 return unknown(Condition(f"{label}.{attr}", "", 0, kind))
             return known(freeze(got))

@@ -11,7 +11,7 @@ from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.value_types import Scope, Value, evolve
 from dynacheck.static.partial_values import (
-    BoundedTensor, freeze, Known, known, merge, NOTHING, Obj, Ref, unknown,
+    ARCHITECTURE_ONLY, BoundedTensor, freeze, Known, known, merge, NOTHING, Obj, Ref, unknown,
 )
 
 
@@ -155,6 +155,8 @@ class NameEvaluation:
         if kind == "model_config" and self.dep.model_config:
             fields = tuple(sorted(((k, freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
             return Obj(kind, fields)
+        if kind == "model_config" and self.dep.architecture:
+            return ARCHITECTURE_ONLY  # one object for every model: its architecture is read through ARCH_FACT
         if kind == "traced_batch" and self.dep.traced_batch:
             return self._traced_batch()
         return None

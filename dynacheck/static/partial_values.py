@@ -248,6 +248,8 @@ def _bounded_arith(op: str, a: Any, b: Any) -> Any:
 
 
 OBJECT_FAMILY = {"server_args": ("flag", "server_args"), "model_config": ("config", "config")}
+# the HF config of a census cell, whose only known field is the architecture (facts.ARCH_FACT)
+ARCHITECTURE_ONLY = Obj("model_architecture", ())
 
 
 def freeze(value: Any) -> Any:

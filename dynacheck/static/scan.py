@@ -19,6 +19,7 @@ from dynacheck.errors import UserError
 from dynacheck.fixes.declared import use_disk_cache
 from dynacheck.static import result_cache
 from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
+from dynacheck.deploy.facts import ARCH_FACT
 from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
 from dynacheck.sources.locate import ModuleLocator
@@ -192,6 +193,23 @@ def _first_break(builder: FindingBuilder, signature: tuple | None, why_fullgraph
     return compute() if signature is None else builder.first_break((signature, why_fullgraph), compute)
 
 
+def _switch_architecture(engine: tuple, architecture: str) -> tuple:
+    """The engine with `config.architectures` naming `architecture`: what read the previous one is
+    dropped (only when some evaluation asked for it since the last switch: most forwards never do)."""
+    facts, evaluator, boundaries = engine
+    if facts.architecture == architecture or facts.model_config:
+        return engine
+    if evaluator.partial.architecture_asks:
+        evaluator.forget(ARCH_FACT)
+        boundaries.forget(ARCH_FACT)
+        hazards = evaluator.sites.get(TENSOR_HAZARDS)
+        if hazards is not None:
+            hazards.forget(ARCH_FACT)
+        evaluator.partial.architecture_asks = 0
+    facts.architecture = architecture
+    return engine
+
+
 TENSOR_HAZARDS = ("tensor-hazards",)  # the deployment's TensorHazards, in its evaluator's `sites`
 MAX_ENGINES = 16  # deployments whose evaluators a session keeps (a census has 12 by default)
 
@@ -221,11 +239,16 @@ class ScanSession:
 
         With `fork_from` (a deployment whose engine is kept, differing from this one in its GPU and
         checkpoint format at most), the new evaluator starts with what that one memoized without
-        reading the facts they differ in."""
+        reading the facts they differ in.
+
+        A census cell's model class (`spec.architecture`) is not part of the key: the deployment's
+        engine is switched to it in place, dropping what read the one before (facts.ARCH_FACT)."""
+        architecture = spec.architecture or ""
+        spec = replace(spec, architecture=None)
         key = repr(spec)
         if key in self._engines:
             self._engines[key] = self._engines.pop(key)
-            return self._engines[key]
+            return _switch_architecture(self._engines[key], architecture)
         facts = build_deployment(spec, self.locator, self.cache)
         parent = self._engines.get(repr(fork_from)) if fork_from is not None else None
         dirty = parent[0].fork_difference(facts) if parent is not None else None
@@ -244,7 +267,7 @@ class ScanSession:
         self._engines[key] = engine
         while len(self._engines) > MAX_ENGINES:
             self._engines.pop(next(iter(self._engines)))
-        return engine
+        return _switch_architecture(engine, architecture)
 
     def finding_builder(self, catalog) -> FindingBuilder:
         """One builder for the session's scans: what it reads (source lines, hops, op declarations)
@@ -256,7 +279,7 @@ class ScanSession:
 
     def release(self, spec: DeploymentSpec) -> None:
         """Let one deployment's evaluator go (a census is done with it)."""
-        self._engines.pop(repr(spec), None)
+        self._engines.pop(repr(replace(spec, architecture=None)), None)
 
     def tree_files(self) -> list[Path]:
         """Every module file of the targets (listed once per session)."""

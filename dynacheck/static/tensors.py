@@ -121,6 +121,15 @@ class TensorHazards:
             env.partial = evaluator.partial
         return child
 
+    def forget(self, facts: int) -> None:
+        """Drop, in place, what read any of `facts` (Evaluator.forget); seed sets name environments by
+        id, so they go too."""
+        for table, reads in ((self._returns, lambda e: e[1]), (self._evals, lambda e: e[2]),
+                             (self._nodes, lambda e: e[3] | e[1].reads)):
+            for key in [key for key, entry in table.items() if reads(entry) & facts]:
+                del table[key]
+        self._seed_sets.clear()
+
     def hits(self, walk: Walk) -> list[Hit]:
         """A function's hazards depend on its scope and which of its parameters hold tensors only, so
         they are found once per such pair for this object's life (a census keeps one per deployment)."""

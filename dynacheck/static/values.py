@@ -77,6 +77,14 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         child._receivers, child._signatures = _kept(self._receivers, dirty), _kept(self._signatures, dirty)
         return child
 
+    def forget(self, facts: int) -> None:
+        """Drop, in place, what read any of `facts` (a census switching the model class between two
+        forwards of one deployment: ScanSession.engine). Scopes are built from the index alone: kept."""
+        for table in (self._names, self._globals, self._returns, self._attrs, self._mro, self._constructors,
+                      self._receivers, self._signatures, self.partial._memo):
+            _drop(table, facts)
+        _drop(self.sites, facts, lambda entry: entry[-1] if isinstance(entry, tuple) else 0)
+
     def reads_begin(self) -> int:
         saved, self.partial.reads = self.partial.reads, 0
         return saved
@@ -403,6 +411,12 @@ def _believed(value: Value) -> tuple:
 def _kept(table: dict, dirty: int) -> dict:
     """A memo table's entries that read no fact in `dirty` (each entry's reads are its last item)."""
     return {key: entry for key, entry in table.items() if not entry[-1] & dirty}
+
+
+def _drop(table: dict, facts: int, reads=lambda entry: entry[-1]) -> None:
+    """Delete a memo table's entries that read any of `facts` (each entry's reads are its last item)."""
+    for key in [key for key, entry in table.items() if reads(entry) & facts]:
+        del table[key]
 
 
 _HANDLERS = {
