@@ -164,6 +164,7 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
     `config.architectures`; when the walk read it (`is_deepseek_nsa(config)`), again for each other
     class (facts.ARCH_FACT)."""
     from dynacheck.deploy.facts import ARCH_FACT
+    from dynacheck.static.scan import answers_alike
 
     out: list[tuple[str, str, dict[str, Any] | str]] = []
     session = _WORKER["session"]
@@ -177,17 +178,25 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
         return [(entry, "", {"refused": facts.refused}) for entry in entries]
     for entry in entries:
         names = (classes or {}).get(entry) or [""]
-        record, read = _walk_cell(deployment, entry, names[0])
+        record, read, tests = _walk_cell(deployment, entry, names[0])
         if not read & ARCH_FACT:
             out.append((entry, "", record))
             continue
-        out.append((entry, names[0], record))
-        out.extend((entry, name, _walk_cell(deployment, entry, name)[0]) for name in names[1:])
+        walked = [(names[0], tests, record)]  # a class answering a walk's tests alike gets its record
+        for name in names:
+            same = next((r for first, t, r in walked if answers_alike(t, first, name)), None)
+            if same is None:
+                got, _, tests = _walk_cell(deployment, entry, name)
+                walked.append((name, tests, got))
+                same = got
+            out.append((entry, name, same))
     return out
 
 
-def _walk_cell(deployment: CensusDeployment, entry: str, architecture: str) -> tuple[dict[str, Any] | str, int]:
-    """One scan's record (or why it failed) and the deployment facts its walk read."""
+def _walk_cell(deployment: CensusDeployment, entry: str,
+               architecture: str) -> tuple[dict[str, Any] | str, int, frozenset]:
+    """One scan's record (or why it failed), the deployment facts its walk read, and the architecture
+    tests recorded by then (partial.PartialEvaluator._architecture_test)."""
     from dataclasses import replace
 
     from dynacheck.static.scan import scan_targets
@@ -203,11 +212,11 @@ def _walk_cell(deployment: CensusDeployment, entry: str, architecture: str) -> t
                                   deployment=spec, session=session)
         finally:
             read = evaluator.reads_end(saved)
-        return cell_record(result), read
+        return cell_record(result), read, frozenset(evaluator.partial.architecture_tests)
     except UserError as exc:
-        return str(exc), 0
+        return str(exc), 0, frozenset()
     except Exception as exc:  # noqa: BLE001 - one cell's analyzer failure must not end the census
-        return f"internal error: {type(exc).__name__}: {exc}", 0
+        return f"internal error: {type(exc).__name__}: {exc}", 0, frozenset()
 
 
 def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
@@ -376,12 +385,14 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         outputs = [_walk_chain(chain, walks, classes) for chain, walks in tasks]
     else:
         outputs = _in_workers(tasks, jobs, list(targets), cache_dir, passes, classes)
+    walks = set()  # a record given to several classes is one walk (the same object, pickling keeps it)
     for (chain, _), output in zip(tasks, outputs):
         for deployment, found in zip(chain, output):
             for entry, name, record in found:
                 if name:
                     by_class[(entry, deployment.name, name)] = record
                 results.setdefault((entry, deployment.name), record)
+                walks.add((entry, deployment.name, id(record)))
     reason = _one_failure(results)
     if reason:
         raise UserError(f"No cell of the census could be walked: {reason}")
@@ -403,6 +414,6 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 continue
             census.cells.append(base | {"entry": model.entry, "entry_how": model.how} | record)
     census.stats = {"models": len(registered), "forwards": len(entries),
-                    "scans": len(results) + len(by_class) - len({k[:2] for k in by_class}),
+                    "scans": len(walks),
                     "jobs": jobs, "seconds": round(time.perf_counter() - started, 2)}
     return census

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from dynacheck.deploy.facts import ALL_FACTS, UNKNOWN as FACT_UNKNOWN, Deployment
+from dynacheck.deploy.facts import ALL_FACTS, ARCH_FACT, UNKNOWN as FACT_UNKNOWN, Deployment
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr
 from dynacheck.static.value_types import Scope
@@ -21,7 +21,8 @@ from dynacheck.static.partial_calls import CallEvaluation
 from dynacheck.static.partial_members import MemberEvaluation
 from dynacheck.static.partial_names import NameEvaluation
 from dynacheck.static.partial_values import (
-    FAMILY_KINDS, MAX_DEPTH, MAX_SET, NO_CUT, NOTHING, PLAIN, AtMost, BoundedTensor, Known, Member, Obj, Partial,
+    ARCHITECTURE, ARCHITECTURE_TESTS, FAMILY_KINDS, MAX_DEPTH, MAX_SET, NO_CUT, NOTHING, PLAIN, AtMost,
+    BoundedTensor, Known, Member, Obj, Partial,
     Ref, arith, compare, exists_probe, failed_command, flattened, known, merge, registers_once, render_test, unknown,
 )
 
@@ -38,7 +39,8 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         self._low = NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)
         self.reads = 0  # the facts (facts.GPU_FACT...) read by the evaluation in progress, see _open_frame
-        self.architecture_asks = 0  # reads of a census cell's `config.architectures` (facts.ARCH_FACT)
+        # (op, constant) tests of a census cell's architecture since its evaluator last dropped what read it
+        self.architecture_tests: set[tuple] = set()
 
     # ----- tests -------------------------------------------------------------------------------
 
@@ -269,7 +271,8 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
                 outs = set()
                 for a in left.values:
                     for b in right.values:
-                        out = compare(op, a, b)
+                        out = (self._architecture_test(op, a, b) if a is ARCHITECTURE or b is ARCHITECTURE
+                               else compare(op, a, b))
                         if out is None:
                             bound = next((x for x in (a, b) if isinstance(x, AtMost)), None)
                             if bound is not None:  # the traced batch's size decides it
@@ -284,6 +287,21 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
                 return known(False, opens=tuple(opens))
             left = right
         return known(True, opens=tuple(opens)) if result is not None else unknown(*opens)
+
+    def _architecture_test(self, op: str, a, b) -> bool | None:
+        """`architectures[0] in [...]` / `== "X"`: the one place the cell's architecture is read as a name
+        (everything else sees a marker, the same for every class). The test is recorded: a class that
+        answers every recorded test alike gets the same walk (ScanSession.engine, census/run.py)."""
+        other = b if a is ARCHITECTURE else a
+        if not self.dep.architecture or op not in ARCHITECTURE_TESTS or other is ARCHITECTURE \
+                or (a is not ARCHITECTURE and op in ("In", "NotIn")):
+            return None
+        if not (isinstance(other, str) or (isinstance(other, (tuple, frozenset))
+                                            and all(isinstance(x, str) for x in other))):
+            return None
+        self.reads |= ARCH_FACT
+        self.architecture_tests.add((op, other))
+        return compare(op, self.dep.architecture, other)
 
     def _identity(self, op: str, left: Expr, right: Expr, scope: Scope, depth: int) -> Known | None:
         """`x is None` where x is a class or function the evaluator knows: never None."""

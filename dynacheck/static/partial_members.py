@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynacheck.deploy.facts import ARCH_FACT, QUANT_ARGS, QUANT_FACT, UNKNOWN as FACT_UNKNOWN
+from dynacheck.deploy.facts import QUANT_ARGS, QUANT_FACT, UNKNOWN as FACT_UNKNOWN
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.value_types import Scope, Value, evolve
 from dynacheck.static.partial_values import (
-    ARCHITECTURE_ONLY, as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES, Member, merge,
+    ARCHITECTURE, ARCHITECTURE_ONLY, as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES, Member, merge,
     NOTHING,
     Obj, OBJECT_FAMILY, Ref, unknown,
 )
@@ -46,11 +46,7 @@ class MemberEvaluation:
             self.reads |= QUANT_FACT
             return self.dep.server_args.get(name, FACT_UNKNOWN)
         if obj.kind == ARCHITECTURE_ONLY.kind:
-            if name != "architectures":
-                return FACT_UNKNOWN
-            self.reads |= ARCH_FACT
-            self.architecture_asks += 1
-            return (self.dep.architecture,)
+            return (ARCHITECTURE,) if name == "architectures" else FACT_UNKNOWN  # read as a name by tests only
         got = obj.get(name)
         if got is FACT_UNKNOWN and obj.kind == "server_args" and name in self.dep.server_args_segments:
             return obj  # a namespace's bag (`get_exec().graph`): its fields are the flat server args

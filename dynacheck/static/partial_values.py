@@ -250,6 +250,29 @@ def _bounded_arith(op: str, a: Any, b: Any) -> Any:
 OBJECT_FAMILY = {"server_args": ("flag", "server_args"), "model_config": ("config", "config")}
 # the HF config of a census cell, whose only known field is the architecture (facts.ARCH_FACT)
 ARCHITECTURE_ONLY = Obj("model_architecture", ())
+ARCHITECTURE_TESTS = frozenset({"Equal", "NotEqual", "In", "NotIn"})
+
+
+class _Architecture:
+    """`config.architectures[0]` of a census cell: a marker, the same for every model class, that only a
+    comparison reads as a name (PartialEvaluator._architecture_test, which records the test). Compared
+    any other way it raises, and `compare` then answers unknown: no answer silently depends on it."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Architecture):
+            return True
+        raise TypeError("the cell's architecture is compared through PartialEvaluator._architecture_test")
+
+    def __hash__(self) -> int:
+        return hash("dynacheck: the cell's architecture")
+
+    def __repr__(self) -> str:
+        return "<the cell's architecture>"
+
+
+ARCHITECTURE = _Architecture()
 
 
 def freeze(value: Any) -> Any:

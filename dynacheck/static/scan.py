@@ -29,6 +29,7 @@ from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.findings import FindingBuilder, walk_signature
 from dynacheck.static.first_break import first_break
 from dynacheck.static.index import Index
+from dynacheck.static.partial_values import compare
 from dynacheck.static.prefetch import Prefetch
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
@@ -194,20 +195,31 @@ def _first_break(builder: FindingBuilder, signature: tuple | None, why_fullgraph
 
 
 def _switch_architecture(engine: tuple, architecture: str) -> tuple:
-    """The engine with `config.architectures` naming `architecture`: what read the previous one is
-    dropped (only when some evaluation asked for it since the last switch: most forwards never do)."""
+    """The engine with `config.architectures` naming `architecture`. What read the previous one is
+    dropped only when the new one answers a test recorded since the last drop otherwise
+    (`architectures[0] in [...]`): the name is read by such tests only (partial_values.ARCHITECTURE)."""
     facts, evaluator, boundaries = engine
     if facts.architecture == architecture or facts.model_config:
         return engine
-    if evaluator.partial.architecture_asks:
+    partial = evaluator.partial
+    if not answers_alike(partial.architecture_tests, facts.architecture, architecture):
         evaluator.forget(ARCH_FACT)
         boundaries.forget(ARCH_FACT)
         hazards = evaluator.sites.get(TENSOR_HAZARDS)
         if hazards is not None:
             hazards.forget(ARCH_FACT)
-        evaluator.partial.architecture_asks = 0
+        partial.architecture_tests = set()
     facts.architecture = architecture
     return engine
+
+
+def answers_alike(tests, one: str, other: str) -> bool:
+    """Whether two model classes answer every recorded architecture test alike (both named, or both not)."""
+    if not tests:
+        return True
+    if not one or not other:
+        return False
+    return all(compare(op, one, constant) == compare(op, other, constant) for op, constant in tests)
 
 
 TENSOR_HAZARDS = ("tensor-hazards",)  # the deployment's TensorHazards, in its evaluator's `sites`
