@@ -449,3 +449,25 @@ def test_switching_the_architecture_in_one_session_drops_what_read_it(scan_cache
     order = ["SparseForCausalLM", "PlainForCausalLM", "SparseV2ForCausalLM", "PlainForCausalLM", "SparseForCausalLM"]
     assert [_arch_scan(scan_cache, name, session) for name in order] == \
         [_arch_scan(scan_cache, name) for name in order] == [{"subprocess.run"}, set()] * 2 + [{"subprocess.run"}]
+
+
+def test_classes_answering_the_recorded_tests_alike_keep_what_was_worked_out(scan_cache):
+    """The architecture is read as a name only by comparisons, which are recorded: two classes outside
+    the list answer them alike, so switching between them keeps the evaluator's memo (a census reuses
+    the walk); a class inside it answers otherwise, and what read the test is dropped."""
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession, answers_alike
+
+    session = ScanSession.open([resolve_target(str(ROOT), cache_dir=scan_cache)], scan_cache)
+    spec = lambda name: DeploymentSpec(framework=FACTS, gpu="sm90", architecture=name)  # noqa: E731
+    assert _arch_scan(scan_cache, "PlainForCausalLM", session) == set()
+    partial = session.engine(spec("PlainForCausalLM"))[1].partial
+    tests = set(partial.architecture_tests)
+    assert ("In", ("SparseForCausalLM", "SparseV2ForCausalLM")) in tests
+    assert answers_alike(tests, "PlainForCausalLM", "OtherForCausalLM")
+    assert not answers_alike(tests, "PlainForCausalLM", "SparseForCausalLM")
+    session.engine(spec("OtherForCausalLM"))
+    assert partial.architecture_tests == tests  # nothing dropped
+    session.engine(spec("SparseForCausalLM"))
+    assert partial.architecture_tests == set()  # dropped with what read it
+    assert _arch_scan(scan_cache, "SparseForCausalLM", session) == {"subprocess.run"}
