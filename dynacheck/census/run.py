@@ -161,8 +161,8 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
                   classes: dict[str, list[str]] | None = None) -> list[tuple[str, str, dict[str, Any] | str]]:
     """`(forward, model class, record)` per forward, the class "" when the record holds for every
     class whose cells the forward gives. Each forward is walked with its first class as
-    `config.architectures`; when the walk read it (`is_deepseek_nsa(config)`), again for each other
-    class (facts.ARCH_FACT)."""
+    `config.architectures`; when the walk compared it with a name (`is_deepseek_nsa(config)`,
+    facts.ARCH_FACT), again for each group of the other classes that answer those tests otherwise."""
     from dynacheck.deploy.facts import ARCH_FACT
     from dynacheck.static.scan import answers_alike
 
@@ -203,7 +203,6 @@ def _walk_cell(deployment: CensusDeployment, entry: str,
 
     session = _WORKER["session"]
     spec = replace(deployment.spec(), architecture=architecture or None)
-    evaluator = None
     try:
         evaluator = session.engine(spec)[1]
         saved = evaluator.reads_begin()
