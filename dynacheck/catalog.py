@@ -35,7 +35,7 @@ BOUNDARIES = (
     "nonstrict_trace", "skipped_when_compiled", "break_in_layer_loop", "jit_kernel_call",
     # value hazards (static/tensors.py): a tensor used as a Python value, or a construct Dynamo refuses
     "tensor_branch", "branch_on_tensor_scalar", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin",
-    "tensor_repr", "tensor_formatted", "data_dependent_shape", "one_hot_without_classes",
+    "tensor_repr", "tensor_formatted", "tensor_formatted_method", "data_dependent_shape", "one_hot_without_classes",
     "class_in_compiled_function", "int_tensor_tolist",
 )
 _REQUIRED = ("id", "name", "family", "title", "severity", "outcome", "why", "fixes", "example")

@@ -18,26 +18,29 @@ BREAKS = {"Measured": "len(msg)", "Method": "msg.startswith", "Inline": "len(f\"
 LAZY = ("ToFunction", "ToChecker", "ToException")
 
 
-def _dynamo_break_line(name: str) -> int | None:
-    """The line of the break `fullgraph=True` raises, None when the forward compiles whole."""
+def _dynamo_break(name: str) -> tuple[int, str] | None:
+    """The line and GB id of the break `fullgraph=True` raises, None when the forward compiles whole."""
     verdict = judge(load_callable(MODEL, name), lambda: torch.randn(4), near=str(MODEL))
-    return None if verdict.fullgraph_error is None else verdict.fullgraph_error.line
+    error = verdict.fullgraph_error
+    return None if error is None else (error.line, error.gb_id)
 
 
-def _formatted_lines(scan_cache, name: str) -> list[int]:
+def _formatted(scan_cache, name: str) -> list[tuple[int, str]]:
+    """DC115 (the string becomes text) and DC133 (a str method of it) sites, with their GB ids."""
     result = scan_roots([ROOT], [f"lfpkg.model:{name}.forward"], cache_dir=scan_cache)
-    return [f.site.line for f in result.findings if f.rule == "DC115"]
+    return [(f.site.line, f.outcome.gb_id) for f in result.findings if f.rule in ("DC115", "DC133")]
 
 
 @pytest.mark.parametrize("name", LAZY)
 def test_a_string_passed_on_stays_lazy(scan_cache, name):
-    assert _dynamo_break_line(name) is None
-    assert _formatted_lines(scan_cache, name) == []
+    assert _dynamo_break(name) is None
+    assert _formatted(scan_cache, name) == []
 
 
 @pytest.mark.parametrize("name", sorted(BREAKS))
 def test_the_break_is_where_the_string_becomes_text(scan_cache, name):
+    """Same line and GB id as Dynamo (torch 2.13: GB0088 for `len`, GB0156 for a str method)."""
     source = MODEL.read_text().splitlines()
-    line = _dynamo_break_line(name)
-    assert line is not None and BREAKS[name] in source[line - 1]
-    assert _formatted_lines(scan_cache, name) == [line]
+    found = _dynamo_break(name)
+    assert found is not None and BREAKS[name] in source[found[0] - 1]
+    assert _formatted(scan_cache, name) == [found]

@@ -52,10 +52,12 @@ INT_TOLIST = "int_tensor_tolist"
 SHAPE_CHECKED = {"torch.nn.functional.one_hot": ("num_classes", 2)}  # needs this keyword or positional count
 
 CLASS_KIND = "class_in_compiled_function"
+FORMATTED_METHOD = "tensor_formatted_method"  # a str method of a formatted tensor: another break (GB0156)
 LOOP_KIND = "break_in_layer_loop"
 # Value hazards that are graph breaks under the default compile (a loop around one is GB7000).
 BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin", "tensor_repr",
-                      "tensor_formatted", "data_dependent_shape", "one_hot_without_classes", CLASS_KIND})
+                      "tensor_formatted", FORMATTED_METHOD, "data_dependent_shape", "one_hot_without_classes",
+                      CLASS_KIND})
 
 
 @dataclass
@@ -304,7 +306,7 @@ class TensorHazards:
         for kind, line, expr, extra, in_loop in env.scope.function.value_uses:
             hazard = self._classify(kind, expr, extra, env)
             if hazard == "tensor_formatted":
-                line = self._formatted_at(line, extra, env)
+                line, hazard = self._formatted_at(line, extra, env)
                 if not line:
                     continue  # never turned into text here: Dynamo never formats it
                 extra = None
@@ -321,25 +323,26 @@ class TensorHazards:
                 out.append(_hit(key, call.line, LOOP_KIND, render(call.func)))
         return out
 
-    def _formatted_at(self, line: int, goes, env: _Env) -> int:
-        """Where Dynamo turns a lazily formatted string into text (0: not in this function). Giving it
-        to a function or class of the scanned code, or to an exception's constructor, keeps it lazy
-        (measured on torch 2.13: no break); a method of it, a builtin or library call taking it, or an
-        expression around it (`+`, `%`, `==`, `in`) formats it. `goes`: value_uses' "format" extra."""
+    def _formatted_at(self, line: int, goes, env: _Env) -> tuple[int, str]:
+        """Where Dynamo turns a lazily formatted string into text (0: not in this function), and how.
+        Giving it to a function or class of the scanned code, or to an exception's constructor, keeps
+        it lazy (measured on torch 2.13: no break); a builtin or library call taking it, or an
+        expression around it (`+`, `%`, `==`, `in`) formats it (GB0088 for `len`), and a method of it
+        is an unsupported str method (GB0156). `goes`: value_uses' "format" extra."""
         if goes is None:
-            return line
+            return line, "tensor_formatted"
         if isinstance(goes, tuple):  # ("arg", callee): given straight to a call
-            return line if self._takes_text(goes[1], env) else 0
+            return (line if self._takes_text(goes[1], env) else 0), "tensor_formatted"
         needle = ("n", goes)
         for call in sorted((c for c in env.scope.function.calls if c.line > line), key=lambda c: c.line):
             if call.func and call.func[0] == "a" and call.func[1] == needle:
-                return call.line  # `msg.startswith(...)`
+                return call.line, FORMATTED_METHOD  # `msg.startswith(...)`
             if needle in call.args:
                 if self._takes_text(call.func, env):
-                    return call.line
+                    return call.line, "tensor_formatted"
             elif any(_mentions(a, needle) for a in call.args):
-                return call.line
-        return 0
+                return call.line, "tensor_formatted"
+        return 0, "tensor_formatted"
 
     def _takes_text(self, func: Expr, env: _Env) -> bool:
         """Whether calling `func` with a lazily formatted string makes Dynamo format it."""
