@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from dynacheck import model as m
 from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.values import Evaluator, Scope, Value
+from dynacheck.static.values import Evaluator, Scope, Value, drop_reading
 
 TRANSPARENT = "transparent"  # Dynamo inlines the function as if undecorated
 WRAPPER = "wrapper"  # the call goes through a wrapper function that calls the original
@@ -88,8 +88,7 @@ class Boundaries:
     def forget(self, facts: int) -> None:
         """Drop, in place, what read any of `facts` (Evaluator.forget)."""
         for table in (self._effects, self._probes, self._library):
-            for key in [key for key, entry in table.items() if entry[-1] & facts]:
-                del table[key]
+            drop_reading(table, facts)
 
     # ----- decorators --------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from dynacheck.static.ir import Expr, dotted, render
 from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
 from dynacheck.static.summary import CallSite, FunctionSummary
 from dynacheck.static.value_uses import TENSOR, is_tensor_annotation
-from dynacheck.static.values import Evaluator, Scope, Value, evolve
+from dynacheck.static.values import Evaluator, Scope, Value, drop_reading, evolve
 
 # Tensor methods and attributes whose result is not a tensor.
 PYTHON_METHODS = frozenset({
@@ -126,10 +126,9 @@ class TensorHazards:
     def forget(self, facts: int) -> None:
         """Drop, in place, what read any of `facts` (Evaluator.forget); seed sets name environments by
         id, so they go too."""
-        for table, reads in ((self._returns, lambda e: e[1]), (self._evals, lambda e: e[2]),
-                             (self._nodes, lambda e: e[3] | e[1].reads)):
-            for key in [key for key, entry in table.items() if reads(entry) & facts]:
-                del table[key]
+        drop_reading(self._returns, facts)
+        drop_reading(self._evals, facts)
+        drop_reading(self._nodes, facts, lambda entry: entry[3] | entry[1].reads)
         self._seed_sets.clear()
 
     def hits(self, walk: Walk) -> list[Hit]:

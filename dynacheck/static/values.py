@@ -82,8 +82,8 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         forwards of one deployment: ScanSession.engine). Scopes are built from the index alone: kept."""
         for table in (self._names, self._globals, self._returns, self._attrs, self._mro, self._constructors,
                       self._receivers, self._signatures, self.partial._memo):
-            _drop(table, facts)
-        _drop(self.sites, facts, lambda entry: entry[-1] if isinstance(entry, tuple) else 0)
+            drop_reading(table, facts)
+        drop_reading(self.sites, facts, lambda entry: entry[-1] if isinstance(entry, tuple) else 0)
 
     def reads_begin(self) -> int:
         saved, self.partial.reads = self.partial.reads, 0
@@ -413,7 +413,7 @@ def _kept(table: dict, dirty: int) -> dict:
     return {key: entry for key, entry in table.items() if not entry[-1] & dirty}
 
 
-def _drop(table: dict, facts: int, reads=lambda entry: entry[-1]) -> None:
+def drop_reading(table: dict, facts: int, reads=lambda entry: entry[-1]) -> None:
     """Delete a memo table's entries that read any of `facts` (each entry's reads are its last item)."""
     for key in [key for key, entry in table.items() if reads(entry) & facts]:
         del table[key]
