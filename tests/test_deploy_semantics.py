@@ -456,7 +456,8 @@ def test_classes_answering_the_recorded_tests_alike_keep_what_was_worked_out(sca
     the list answer them alike, so switching between them keeps the evaluator's memo (a census reuses
     the walk); a class inside it answers otherwise, and what read the test is dropped."""
     from dynacheck.sources.resolve import resolve_target
-    from dynacheck.static.scan import ScanSession, answers_alike
+    from dynacheck.static.partial_values import answers_alike
+    from dynacheck.static.scan import ScanSession
 
     session = ScanSession.open([resolve_target(str(ROOT), cache_dir=scan_cache)], scan_cache)
     spec = lambda name: DeploymentSpec(framework=FACTS, gpu="sm90", architecture=name)  # noqa: E731

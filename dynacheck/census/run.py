@@ -164,7 +164,7 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
     `config.architectures`; when the walk compared it with a name (`is_deepseek_nsa(config)`,
     facts.ARCH_FACT), again for each group of the other classes that answer those tests otherwise."""
     from dynacheck.deploy.facts import ARCH_FACT
-    from dynacheck.static.scan import answers_alike
+    from dynacheck.static.partial_values import answers_alike
 
     out: list[tuple[str, str, dict[str, Any] | str]] = []
     session = _WORKER["session"]

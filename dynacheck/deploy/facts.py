@@ -17,8 +17,9 @@ UNKNOWN = object()  # a fact the deployment does not fix
 # census walks as forks of one evaluator (bf16 / fp8 / nvfp4 / mxfp4 x sm90 / sm100 / sm120).
 GPU_FACT = 1
 QUANT_FACT = 2  # the --quantization server arg, and the config class it pins (type_pins)
-# the model class a census cell walks, read as `config.architectures` (SGLang builds the class its config's
-# architecture names); switched in place between a census's forwards (ScanSession.engine)
+# the model class a census cell walks, as `config.architectures` (SGLang builds the class its config's
+# architecture names): read by comparisons with a name (PartialEvaluator._architecture_test); switched in
+# place between a census's forwards (ScanSession.engine)
 ARCH_FACT = 4
 ALL_FACTS = -1  # what a computation cut short may have read
 GPU_PROBES = frozenset({"torch.cuda.get_device_capability"})

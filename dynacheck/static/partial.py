@@ -22,8 +22,8 @@ from dynacheck.static.partial_members import MemberEvaluation
 from dynacheck.static.partial_names import NameEvaluation
 from dynacheck.static.partial_values import (
     ARCHITECTURE, ARCHITECTURE_TESTS, FAMILY_KINDS, MAX_DEPTH, MAX_SET, NO_CUT, NOTHING, PLAIN, AtMost,
-    BoundedTensor, Known, Member, Obj, Partial,
-    Ref, arith, compare, exists_probe, failed_command, flattened, known, merge, registers_once, render_test, unknown,
+    BoundedTensor, Known, Member, Obj, Partial, Ref, arith, compare, exists_probe, failed_command, flattened, known,
+    merge, registers_once, render_test, unknown,
 )
 
 

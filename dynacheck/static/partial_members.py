@@ -11,9 +11,8 @@ from dynacheck.model import Condition
 from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.value_types import Scope, Value, evolve
 from dynacheck.static.partial_values import (
-    ARCHITECTURE, ARCHITECTURE_ONLY, as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES, Member, merge,
-    NOTHING,
-    Obj, OBJECT_FAMILY, Ref, unknown,
+    ARCHITECTURE, ARCHITECTURE_ONLY, as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES,
+    Member, merge, NOTHING, Obj, OBJECT_FAMILY, Ref, unknown,
 )
 
 

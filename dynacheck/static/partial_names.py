@@ -156,7 +156,7 @@ class NameEvaluation:
             fields = tuple(sorted(((k, freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
             return Obj(kind, fields)
         if kind == "model_config" and self.dep.architecture:
-            return ARCHITECTURE_ONLY  # one object for every model: its architecture is read through ARCH_FACT
+            return ARCHITECTURE_ONLY  # one object for every model: only comparisons read its architecture
         if kind == "traced_batch" and self.dep.traced_batch:
             return self._traced_batch()
         return None

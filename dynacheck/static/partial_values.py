@@ -275,6 +275,15 @@ class _Architecture:
 ARCHITECTURE = _Architecture()
 
 
+def answers_alike(tests, one: str, other: str) -> bool:
+    """Whether two model classes answer every recorded architecture test alike (both named, or both not)."""
+    if not tests:
+        return True
+    if not one or not other:
+        return False
+    return all(compare(op, one, constant) == compare(op, other, constant) for op, constant in tests)
+
+
 def freeze(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(freeze(v) for v in value)

@@ -29,7 +29,7 @@ from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.findings import FindingBuilder, walk_signature
 from dynacheck.static.first_break import first_break
 from dynacheck.static.index import Index
-from dynacheck.static.partial_values import compare
+from dynacheck.static.partial_values import answers_alike
 from dynacheck.static.prefetch import Prefetch
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
@@ -213,15 +213,6 @@ def _switch_architecture(engine: tuple, architecture: str) -> tuple:
     return engine
 
 
-def answers_alike(tests, one: str, other: str) -> bool:
-    """Whether two model classes answer every recorded architecture test alike (both named, or both not)."""
-    if not tests:
-        return True
-    if not one or not other:
-        return False
-    return all(compare(op, one, constant) == compare(op, other, constant) for op, constant in tests)
-
-
 TENSOR_HAZARDS = ("tensor-hazards",)  # the deployment's TensorHazards, in its evaluator's `sites`
 MAX_ENGINES = 16  # deployments whose evaluators a session keeps (a census has 12 by default)
 
@@ -254,7 +245,7 @@ class ScanSession:
         reading the facts they differ in.
 
         A census cell's model class (`spec.architecture`) is not part of the key: the deployment's
-        engine is switched to it in place, dropping what read the one before (facts.ARCH_FACT)."""
+        engine is switched to it in place (_switch_architecture)."""
         architecture = spec.architecture or ""
         spec = replace(spec, architecture=None)
         key = repr(spec)

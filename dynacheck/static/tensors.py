@@ -52,11 +52,12 @@ INT_TOLIST = "int_tensor_tolist"
 SHAPE_CHECKED = {"torch.nn.functional.one_hot": ("num_classes", 2)}  # needs this keyword or positional count
 
 CLASS_KIND = "class_in_compiled_function"
+FORMATTED = "tensor_formatted"  # a formatted tensor becomes text (DC115)
 FORMATTED_METHOD = "tensor_formatted_method"  # a str method of a formatted tensor: another break (GB0156)
 LOOP_KIND = "break_in_layer_loop"
 # Value hazards that are graph breaks under the default compile (a loop around one is GB7000).
 BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin", "tensor_repr",
-                      "tensor_formatted", FORMATTED_METHOD, "data_dependent_shape", "one_hot_without_classes",
+                      FORMATTED, FORMATTED_METHOD, "data_dependent_shape", "one_hot_without_classes",
                       CLASS_KIND})
 
 
@@ -304,7 +305,7 @@ class TensorHazards:
         out: list[Hit] = []
         for kind, line, expr, extra, in_loop in env.scope.function.value_uses:
             hazard = self._classify(kind, expr, extra, env)
-            if hazard == "tensor_formatted":
+            if hazard == FORMATTED:
                 line, hazard = self._formatted_at(line, extra, env)
                 if not line:
                     continue  # never turned into text here: Dynamo never formats it
@@ -329,19 +330,19 @@ class TensorHazards:
         expression around it (`+`, `%`, `==`, `in`) formats it (GB0088 for `len`), and a method of it
         is an unsupported str method (GB0156). `goes`: value_uses' "format" extra."""
         if goes is None:
-            return line, "tensor_formatted"
+            return line, FORMATTED
         if isinstance(goes, tuple):  # ("arg", callee): given straight to a call
-            return (line if self._takes_text(goes[1], env) else 0), "tensor_formatted"
+            return (line if self._takes_text(goes[1], env) else 0), FORMATTED
         needle = ("n", goes)
         for call in sorted((c for c in env.scope.function.calls if c.line > line), key=lambda c: c.line):
             if call.func and call.func[0] == "a" and call.func[1] == needle:
                 return call.line, FORMATTED_METHOD  # `msg.startswith(...)`
             if needle in call.args:
                 if self._takes_text(call.func, env):
-                    return call.line, "tensor_formatted"
+                    return call.line, FORMATTED
             elif any(_mentions(a, needle) for a in call.args):
-                return call.line, "tensor_formatted"
-        return 0, "tensor_formatted"
+                return call.line, FORMATTED
+        return 0, FORMATTED
 
     def _takes_text(self, func: Expr, env: _Env) -> bool:
         """Whether calling `func` with a lazily formatted string makes Dynamo format it."""
@@ -379,7 +380,7 @@ class TensorHazards:
         if kind == "builtin":
             return "tensor_repr" if extra == "repr" else "tensor_in_builtin"
         if kind == "format":
-            return "tensor_formatted"
+            return FORMATTED
         return ""
 
     def _compiled_test(self, expr: Expr, env: _Env) -> Expr:
