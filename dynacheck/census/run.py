@@ -130,17 +130,18 @@ def _init_worker(targets: list[Target], cache_dir: Path | None, bodies: str = ""
 
 
 def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]],
-                classes: dict[str, list[str]] | None = None) -> list[list[tuple]]:
+                classes: dict[str, list[str]] | None = None,
+                modules: dict[str, str] | None = None) -> list[list[tuple]]:
     """Every forward on each deployment of a chain (deployments that differ in their GPU and
     checkpoint format only), in order; a failure is a reason string, never a crash. Each
     deployment's evaluator is forked from the one walked before it (ScanSession.engine), and all
     are let go at the end. `classes`: the model classes whose cells each forward gives
-    (_walk_entries)."""
+    (_walk_entries); `modules`: where each model class is defined (its start-up check, _unbuildable)."""
     session = _WORKER["session"]
     out, walked = [], None
     try:
         for deployment, walk in zip(chain, entries):
-            found = _walk_entries(deployment, walk, walked, classes or {})
+            found = _walk_entries(deployment, walk, walked, classes or {}, modules or {})
             out.append(found)
             if _WORKER.get("passes") is not None:
                 _WORKER["passes"].put((deployment.name, len(found)))
@@ -158,11 +159,14 @@ def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]],
 
 
 def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: DeploymentSpec | None = None,
-                  classes: dict[str, list[str]] | None = None) -> list[tuple[str, str, dict[str, Any] | str]]:
+                  classes: dict[str, list[str]] | None = None,
+                  modules: dict[str, str] | None = None) -> list[tuple[str, str, dict[str, Any] | str]]:
     """`(forward, model class, record)` per forward, the class "" when the record holds for every
     class whose cells the forward gives. Each forward is walked with its first class as
     `config.architectures`; when the walk compared it with a name (`is_deepseek_nsa(config)`,
-    facts.ARCH_FACT), again for each group of the other classes that answer those tests otherwise."""
+    facts.ARCH_FACT), again for each group of the other classes that answer those tests otherwise.
+    A class that does not start on the deployment (static/startup.py) gets `{"unbuildable": why,
+    "of": the forward's record}` instead of the record."""
     from dynacheck.deploy.facts import ARCH_FACT
     from dynacheck.static.partial_values import answers_alike
 
@@ -179,18 +183,54 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
     for entry in entries:
         names = (classes or {}).get(entry) or [""]
         record, read, tests = _walk_cell(deployment, entry, names[0])
-        if not read & ARCH_FACT:
+        blocked = {name: why for name in names
+                   if (why := _unbuildable(deployment, name, (modules or {}).get(name, "")))}
+        if not read & ARCH_FACT and not blocked:
             out.append((entry, "", record))
             continue
         walked = [(names[0], tests, record)]  # a class answering a walk's tests alike gets its record
         for name in names:
-            same = next((r for first, t, r in walked if answers_alike(t, first, name)), None)
-            if same is None:
+            same = next((r for first, t, r in walked if answers_alike(t, first, name)), None) \
+                if read & ARCH_FACT else record
+            if same is None and name not in blocked:
                 got, _, tests = _walk_cell(deployment, entry, name)
                 walked.append((name, tests, got))
                 same = got
+            if name in blocked:  # the forward's record is kept beside it, to count the walks
+                same = {"unbuildable": blocked[name]} | ({"of": same} if same is not None else {})
             out.append((entry, name, same))
     return out
+
+
+def _unbuildable(deployment: CensusDeployment, name: str, module: str) -> str:
+    """Why model class `name` does not start on the deployment (a layer its constructors build cannot
+    be built with the checkpoint's quant config: static/startup.py), or ''."""
+    from dataclasses import replace
+
+    from dynacheck.static.startup import model_unbuildable
+
+    if not name or not module or not deployment.quantization:
+        return ""
+    try:
+        evaluator = _WORKER["session"].engine(replace(deployment.spec(), architecture=name))[1]
+        failure = model_unbuildable(evaluator, module, name)
+    except Exception:  # noqa: BLE001 - a check that cannot read the model leaves its cell walked
+        return ""
+    return failure.reason(name, _display(failure.file)) if failure is not None else ""
+
+
+def _display(path: str) -> str:
+    return _display_in(path, _WORKER.get("targets", ()))
+
+
+def _display_in(path: str, targets: Sequence[Target]) -> str:
+    """A source path as the census shows it: from the package folder down."""
+    for target in targets:
+        try:
+            return str(Path(path).relative_to(target.root))
+        except ValueError:
+            continue
+    return path
 
 
 def _walk_cell(deployment: CensusDeployment, entry: str,
@@ -269,14 +309,14 @@ class _Progress:
 
 
 def _in_workers(tasks: list, jobs: int, targets: list[Target], cache_dir: Path | None, passes: _Progress,
-                classes: dict[str, list[str]]) -> list:
+                classes: dict[str, list[str]], modules: dict[str, str]) -> list:
     """Each task's output, in task order, walked by `jobs` worker processes; their progress reports
     are read while they work."""
     bodies = tempfile.mkdtemp(prefix="dynacheck-census-bodies-")
     reports = multiprocessing.Queue()
     executor = ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(targets, cache_dir, bodies, reports))
     try:
-        futures = [executor.submit(_walk_chain, chain, walks, classes) for chain, walks in tasks]
+        futures = [executor.submit(_walk_chain, chain, walks, classes, modules) for chain, walks in tasks]
         pending = set(futures)
         while pending:
             _, pending = wait(pending, timeout=0.2)
@@ -373,6 +413,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     for model in registered:
         if model.entry in wanted:
             classes.setdefault(model.entry, []).append(model.name)
+    modules = {model.name: model.module for model in registered}
     tasks = _tasks(deployments, entries, wanted)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
     passes = _Progress(progress, sum(len(chain) for chain, _ in tasks))
@@ -381,9 +422,9 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                  f"deployments, walked in {jobs} process{'es' if jobs > 1 else ''}")
     if jobs == 1:
         _init_worker(list(targets), cache_dir, passes=passes)
-        outputs = [_walk_chain(chain, walks, classes) for chain, walks in tasks]
+        outputs = [_walk_chain(chain, walks, classes, modules) for chain, walks in tasks]
     else:
-        outputs = _in_workers(tasks, jobs, list(targets), cache_dir, passes, classes)
+        outputs = _in_workers(tasks, jobs, list(targets), cache_dir, passes, classes, modules)
     walks = set()  # a record given to several classes is one walk (the same object, pickling keeps it)
     for (chain, _), output in zip(tasks, outputs):
         for deployment, found in zip(chain, output):
@@ -391,7 +432,9 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 if name:
                     by_class[(entry, deployment.name, name)] = record
                 results.setdefault((entry, deployment.name), record)
-                walks.add((entry, deployment.name, id(record)))
+                walked = record.get("of") if isinstance(record, dict) and "unbuildable" in record else record
+                if walked is not None:
+                    walks.add((entry, deployment.name, id(walked)))
     reason = _one_failure(results)
     if reason:
         raise UserError(f"No cell of the census could be walked: {reason}")
@@ -405,8 +448,8 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 census.not_applicable.append(base | {"reason": reason})
                 continue
             record = by_class.get((model.entry, deployment.name, model.name), results[(model.entry, deployment.name)])
-            if isinstance(record, dict) and "refused" in record:
-                census.not_applicable.append(base | {"reason": record["refused"]})
+            if isinstance(record, dict) and ("refused" in record or "unbuildable" in record):
+                census.not_applicable.append(base | {"reason": record.get("refused") or record["unbuildable"]})
                 continue
             if isinstance(record, str):
                 census.errors.append(base | {"reason": record})

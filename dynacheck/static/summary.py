@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 25  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 26  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -62,6 +62,7 @@ class FunctionSummary:
     param_annotations: dict[str, str] = field(default_factory=dict)  # parameter -> "Tensor" | "other" (annotated)
     value_uses: list[tuple] = field(default_factory=list)  # see value_uses.py: values used as Python values
     self_reads: list[tuple] = field(default_factory=list)  # (attr, line, guards, loop): `self.x` read, first of each
+    asserts: list[tuple] = field(default_factory=list)  # (test, line, guards): a constructor's checks (startup.py)
 
 
 @dataclass
@@ -444,6 +445,8 @@ class _ModuleWalker:
         elif isinstance(stmt, cst.Return) and scope.function is not None and stmt.value is not None:
             scope.function.returns.append(self.expr(stmt.value))
             scope.function.return_guards.append(guards)
+        elif isinstance(stmt, cst.Assert) and scope.function is not None:
+            scope.function.asserts.append((self.expr(stmt.test), line, guards))
 
     def note_exports(self, target, value, extend: bool) -> None:
         """`__all__ = [...]` / `__all__ += [...]` of string literals: what `from m import *` takes."""

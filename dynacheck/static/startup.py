@@ -1,0 +1,400 @@
+"""Layers a deployment cannot build: a constructor's `assert self.x is not None` that the checkpoint's
+quantization config makes false.
+
+SGLang builds every linear layer with `self.quant_method = quant_config.get_quant_method(self, prefix)`
+when the model hands it a quant config, and ReplicatedLinear, ColumnParallelLinear and
+RowParallelLinear then `assert self.quant_method is not None` (sglang 0.5.9 `layers/linear.py:176`,
+`:216`, `:330`, `:1338`). On CUDA, `Mxfp4Config.get_quant_method` returns None for every LinearBase
+(`layers/quantization/mxfp4.py:268-285`: `ignored_layers`, which would pick the unquantized method, is
+never set by `from_config`), so a model that passes its quant config to its linear layers stops in
+its constructor; GPT-OSS builds its attention without one (`models/gpt_oss.py:396-410`). A census
+cell of such a model is a server that never starts, not a list of graph breaks.
+
+The check starts at the model class the loader builds, with the loader's config as its `quant_config`,
+and follows what its constructors allocate into their attributes (and into containers such as
+`make_layers`' list), down through each allocated instance. For each instance, its constructors'
+unguarded `assert self.A is not None` are read against the values of `self.A` those `__init__`s
+assign, with each parameter they read bound by where it came from: the argument of the allocation
+(or of the `super().__init__` call) that made the instance, a parameter of the constructor above it,
+and so on up to the model class. Only plain parameter names, a conditional expression that keeps the
+parameter, a `self` helper's argument, and literal `None` are followed; anything else leaves the
+parameter unknown, and an unknown never fails an assert. The config the loader passes is what the
+config class's `from_config` returns (`model_loader/weight_utils.py:get_quant_config`).
+
+Known limit: a layer built inside a `lambda` whose own parameter is named like the constructor's
+(`lambda quant_config: Layer(quant_config=quant_config)`) is read as the constructor's; no SGLang
+release from 0.5.9 to 0.5.23 has one.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from dynacheck.static.classes import _is_super_init
+from dynacheck.static.ir import names_in
+from dynacheck.static.value_types import Scope, Value, allocation_label, evolve
+
+MAX_INSTANCES = 2000  # layers followed down from one model class
+LOADER_PARAM = "quant_config"  # the keyword SGLang's loader builds every model class with (model_loader/loader.py)
+NONE, UNKNOWN = "none", "unknown"
+NONE_VALUE = Value("known", name="[None]", items=(None,))  # a parameter bound to None
+# allocation label -> the instance whose constructor made it, for the walk down from one model class: a
+# layer built in a closure (`def layer_fn(idx)` inside `__init__`) has a scope that does not name it
+_BUILT_BY: ContextVar[dict] = ContextVar("built_by", default={})
+
+
+@dataclass(frozen=True)
+class Unbuildable:
+    """One layer a model class cannot build on the deployment."""
+
+    layer: str  # the layer's class
+    path: str  # where the model holds it: `self.model.layers[].self_attn.qkv_proj`
+    attr: str  # the attribute its constructor asserts is not None
+    config: str  # the quantization config class the loader builds
+    file: str  # where the assert is
+    line: int
+
+    def reason(self, model: str, where: str) -> str:
+        return (f"{model} does not start on this deployment: {self.layer}.__init__ asserts "
+                f"`self.{self.attr} is not None` ({where}:{self.line}), and it is None for the layer at "
+                f"`{self.path}`, which {model} builds with the {self.config} it is given as quant_config")
+
+
+def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
+    """A layer model class `module:name` builds (its constructors' attributes, followed down through
+    the instances and containers they allocate) that the deployment's quantization config cannot
+    build, when the loader's config reaches it; None when none is found. Kept in the evaluator's site
+    memo with the facts it read: a census asks once per class and deployment, and a fork drops what
+    read a fact the deployments differ in."""
+    if not evaluator.pins:
+        return None
+    memo = ("startup", module, name, tuple(sorted(evaluator.pins.items())))
+    hit = evaluator.sites.get(memo)
+    if hit is not None:
+        evaluator.partial.reads |= hit[-1]
+        return hit[0]
+    saved = evaluator.reads_begin()
+    try:
+        configs = _loader_configs(evaluator)
+        found = _first_failure(evaluator, Value("inst", module, name), configs) if configs else None
+    finally:
+        reads = evaluator.reads_end(saved)
+    evaluator.sites[memo] = (found, reads)
+    return found
+
+
+def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None:
+    """Breadth-first over what the model's constructors surely allocate (`_built`), in their order."""
+    queue, seen, built_by = [(model, "self")], set(), {}
+    token = _BUILT_BY.set(built_by)
+    try:
+        return _walk_down(ev, model, configs, queue, seen, built_by)
+    finally:
+        _BUILT_BY.reset(token)
+
+
+def _walk_down(ev, model: Value, configs: list[Value], queue: list, seen: set, built_by: dict):
+    while queue and len(seen) < MAX_INSTANCES:
+        inst, path = queue.pop(0)
+        for made, where in _built(ev, inst, path):
+            label = allocation_label(made)
+            if label in seen:
+                continue
+            seen.add(label)
+            built_by[label] = inst
+            if not _given_the_config(ev, made, model):
+                continue  # nothing it builds can be given the config through it
+            failure = _failing_assert(ev, made, configs, model, where)
+            if failure is not None:
+                return failure
+            queue.append((made, where))
+    return None
+
+
+def _given_the_config(ev, inst: Value, model: Value) -> bool:
+    """Whether a parameter of the constructor that builds `inst`, passed as a plain name, comes from the
+    model class's `quant_config` (the BFS goes no further down a branch the config does not reach)."""
+    owner = _first_init_owner(ev, inst)
+    init = _own_init(ev, owner) if owner is not None else None
+    if init is None or inst.expr is None:
+        return False
+    top = ("top", (model.module, model.name), LOADER_PARAM)
+    for param in init.params[1:]:
+        arg = _argument(inst.expr, init, param)
+        if arg is not None and arg[0] == "n" and arg[1] != "None" and _origin(ev, inst, owner, param, 0) == top:
+            return True
+    return False
+
+
+def _built(ev, inst: Value, path: str) -> list[tuple[Value, str]]:
+    """The instances `inst`'s constructors surely build into its attributes, with their attribute path:
+    an assignment in a constructor that surely runs (`_init_chain`), under tests all decided its way,
+    whose value is one allocation, or a container of one (`make_layers` gives a list of what its
+    lambda builds: `layers[]`). A layer built only on some checkpoints proves nothing about this one."""
+    out: list[tuple[Value, str]] = []
+    for cls in _init_chain(ev, inst):
+        init = _own_init(ev, cls)
+        scope = _init_scope(ev, inst, cls, init, ev.constructor_bindings(inst, cls, init))
+        for attr, values in init.self_assigns.items():
+            for expr, guards in zip(values, init.self_assign_guards.get(attr, ())):
+                if not _a_call(expr):  # a layer is built by a call (a class, or a factory such as make_layers)
+                    continue
+                if not all(ev.partial.truth(test, scope)[0] is taken for test, taken, _ in guards):
+                    continue
+                made = ev.eval(expr, scope, 1)
+                where = f"{path}.{attr}"
+                listed = [i for v in made if v.kind == "cont" for i in v.items
+                          if i.kind == "inst" and i.expr is not None]
+                if len(made) == 1 and made[0].kind == "inst" and made[0].expr is not None:
+                    out.append((made[0], where))
+                elif len(listed) == 1 and not any(v.kind == "inst" for v in made):
+                    # what a layer factory calls its lambda for (every layer of a checkpoint whose pipeline
+                    # stage holds any), beside the factory's own return (its list and layer range)
+                    out.append((listed[0], where + "[]"))
+    return out
+
+
+def _a_call(expr) -> bool:
+    """A call, or an item of one (`self.layers, self.start, self.end = make_layers(...)`)."""
+    return bool(expr) and (expr[0] == "c" or (expr[0] == "idx" and bool(expr[1]) and expr[1][0] == "c"))
+
+
+# ----- where a constructor parameter's value came from ----------------------------------------------
+
+def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
+    """Where `param` of `owner.__init__`, run for `inst`, got its value: NONE (a literal None or a None
+    default), ("top", (module, class), name) (a parameter of the constructor of a receiver built
+    outside the scanned allocations), or UNKNOWN."""
+    if owner is None or depth > 24:
+        return UNKNOWN
+    init = _own_init(ev, owner)
+    if init is None or param not in init.params:
+        return UNKNOWN
+    first = _first_init_owner(ev, inst)
+    if first is not None and (first.module, first.name) == (owner.module, owner.name):
+        if inst.expr is None:
+            return ("top", (inst.module, inst.name), param)
+        arg = _argument(inst.expr, init, param)
+        return _expr_origin(ev, arg, inst.scope, init, param, depth, _BUILT_BY.get().get(allocation_label(inst)))
+    sub = _calling_subclass(ev, inst, owner)
+    if sub is None:
+        return UNKNOWN
+    sub_init = _own_init(ev, sub)
+    scope = _init_scope(ev, inst, sub, sub_init)
+    origins = {_expr_origin(ev, _argument(("c", None, call.args, call.kwargs), init, param), scope, init, param, depth)
+               for call in sub_init.calls if _is_super_init(call.func)}  # `if ...: super().__init__(...)` else too
+    return origins.pop() if len(origins) == 1 else UNKNOWN
+
+
+def _expr_origin(ev, arg, scope: Scope | None, init, param: str, depth: int, maker: Value | None = None):
+    """`maker`: the instance whose constructor made the allocation, when known (`_BUILT_BY`)."""
+    if arg is None:  # not passed: the default
+        return NONE if init.defaults.get(param) == ("n", "None") else UNKNOWN
+    if arg == ("n", "None"):
+        return NONE
+    if arg[0] != "n" or scope is None or scope.function is None:
+        return UNKNOWN
+    name, fn = arg[1], scope.function
+    if name not in fn.params and name not in fn.assigns and scope.parent is not None:
+        return _expr_origin(ev, arg, scope.parent, init, param, depth, maker)  # a closure: `def layer_fn(idx)`
+    if scope.self_cls is None and (maker is None or fn.qualname not in _init_names(ev, maker)):
+        return UNKNOWN
+    if name not in fn.params or not _kept(ev, fn, name, scope):
+        return UNKNOWN  # not a parameter, or one replaced by another value
+    receiver = evolve(scope.self_cls or maker, kind="inst")
+    if fn.name != "__init__":
+        return _helper_origin(ev, receiver, fn, name, depth)
+    owner = _owner_of(ev, receiver, scope.module.module, fn.qualname)
+    return _origin(ev, receiver, owner, name, depth + 1)
+
+
+def _kept(ev, fn, name: str, scope: Scope) -> bool:
+    """Whether the parameter still holds what came in: never assigned, or only by a conditional
+    expression that keeps it on this deployment (`quant_config = None if _disable_hip_linear_quant else
+    quant_config`, linear.py, with the test decided)."""
+    for value in fn.assigns.get(name, ()):
+        if value[0] != "if":
+            return False
+        taken, _ = ev.partial.truth(value[3], scope)
+        if taken is None or (value[1] if taken else value[2]) != ("n", name):
+            return False
+    return True
+
+
+def _helper_origin(ev, receiver: Value, fn, name: str, depth: int):
+    """A parameter of a method the receiver's constructors call on `self` (`self.model =
+    self._init_model(config, quant_config, prefix)`): the origin every such call's argument agrees on."""
+    if not fn.cls:
+        return UNKNOWN
+    origins = set()
+    for cls in _init_chain(ev, receiver):
+        init = _own_init(ev, cls)
+        scope = _init_scope(ev, receiver, cls, init)
+        for call in init.calls:
+            if call.func == ("a", ("n", "self"), fn.name):
+                arg = _argument(("c", None, call.args, call.kwargs), fn, name)
+                origins.add(_expr_origin(ev, arg, scope, fn, name, depth + 1))
+    return origins.pop() if len(origins) == 1 else UNKNOWN
+
+
+def _init_names(ev, inst: Value) -> set[str]:
+    return {f"{c.name}.__init__" for c in ev.mro(inst) if c.kind == "cls"}
+
+
+def _owner_of(ev, receiver: Value, module: str, qualname: str) -> Value | None:
+    return next((c for c in ev.mro(receiver) if c.kind == "cls" and c.module == module
+                 and f"{c.name}.__init__" == qualname), None)
+
+
+def _argument(call_expr, init, param: str):
+    """The expression a call passes for `param` of `init` (its `self` not counted), or None."""
+    args, kwargs = call_expr[2], call_expr[3]
+    for name, value in kwargs:
+        if name == param:
+            return value
+    positional = list(init.params[1:])
+    if param in positional and positional.index(param) < len(args):
+        arg = args[positional.index(param)]
+        return None if arg and arg[0] == "*" else arg
+    return None
+
+
+def _init_scope(ev, inst: Value, cls: Value, init, bound: tuple = ()) -> Scope:
+    """`cls.__init__` run for `inst`, with these parameters bound: the evaluator's one scope object for
+    it (Evaluator.function_scope), so what is memoized per scope is found again."""
+    func = Value("func", cls.module, init.qualname, self_cls=evolve(inst, kind="cls"))
+    return ev.function_scope(func, bound) or Scope(ev.index.module(cls.module), init, func.self_cls, bound)
+
+
+def _own_init(ev, cls: Value):
+    summary = ev.index.klass(cls.module, cls.name)
+    qualname = summary.methods.get("__init__") if summary is not None else None
+    return ev.index.function(cls.module, qualname) if qualname else None
+
+
+def _first_init_owner(ev, inst: Value) -> Value | None:
+    """The class whose `__init__` runs when `inst` is built (the first in its MRO that defines one)."""
+    for cls in ev.mro(inst):
+        if cls.kind != "cls":
+            return None
+        if _own_init(ev, cls) is not None:
+            return cls
+    return None
+
+
+def _calling_subclass(ev, inst: Value, owner: Value) -> Value | None:
+    """The nearest class before `owner` in `inst`'s MRO that defines `__init__` (its
+    `super().__init__` runs the owner's), as classes.ClassModel._constructor_bindings reads it."""
+    order = [c for c in ev.mro(inst) if c.kind == "cls"]
+    at = next((i for i, c in enumerate(order) if (c.module, c.name) == (owner.module, owner.name)), None)
+    if at is None:
+        return None
+    return next((c for c in reversed(order[:at]) if _own_init(ev, c) is not None), None)
+
+
+def _init_chain(ev, inst: Value) -> list[Value]:
+    """The classes whose `__init__` surely runs for `inst`: the first that defines one, then each reached
+    by a `super().__init__` call that surely runs (unguarded, or in both branches of one `if`)."""
+    chain: list[Value] = []
+    for cls in ev.mro(inst):
+        if cls.kind != "cls":
+            break
+        init = _own_init(ev, cls)
+        if init is None:
+            continue
+        chain.append(cls)
+        if not _surely_calls_super(init):
+            break
+    return chain
+
+
+def _surely_calls_super(init) -> bool:
+    guards = [c.guards for c in init.calls if _is_super_init(c.func)]
+    if any(not g for g in guards):
+        return True
+    branches = {(g[:-1], g[-1][0], g[-1][1]) for g in guards}
+    return any((outer, test, not taken) in branches for outer, test, taken in branches if not outer)
+
+
+# ----- the config the loader builds and the asserts it fails -----------------------------------------
+
+def _loader_configs(ev) -> list[Value]:
+    """The instances the pinned quantization config class's `from_config` can return on this
+    deployment, when each is a plain `cls(...)` (else none: the check says nothing)."""
+    out: list[Value] = []
+    for target in ev.pins.values():
+        module, _, name = target.partition(":")
+        cls = Value("cls", module, name)
+        method = next((v for v in ev.member(cls, "from_config", 0) if v.kind == "func"), None)
+        fn = ev.index.function(method.module, method.name) if method is not None else None
+        if fn is None or not fn.returns:
+            return []
+        scope = ev.function_scope(evolve(method, self_cls=cls))
+        for expr, guards in zip(fn.returns, fn.return_guards):
+            reachable, conditions = ev.partial.guards(guards, scope) if guards else (True, ())
+            if not reachable:
+                continue
+            if conditions or expr[0] != "c" or expr[1] != ("n", "cls"):
+                return []
+            out.append(evolve(cls, kind="inst", expr=("c", None, expr[2], expr[3]), scope=scope))
+    return out if len(out) == 1 else []  # several possible configs: each would have to fail alone
+
+
+def _failing_assert(ev, inst: Value, configs: list[Value], model: Value, path: str) -> Unbuildable | None:
+    for cls in _init_chain(ev, inst):
+        init = _own_init(ev, cls)
+        for test, line, guards in init.asserts:
+            attr = _checked_attribute(test)
+            if attr is not None and not guards and _none_everywhere(ev, inst, attr, configs[0], model):
+                module = ev.index.module(cls.module)
+                return Unbuildable(inst.name, path, attr, configs[0].name, module.path if module else cls.module,
+                                   line)
+    return None
+
+
+def _checked_attribute(test) -> str | None:
+    """`A` of `self.A is not None`."""
+    if test and test[0] == "cmp" and len(test[2]) == 1 and test[2][0] == ("IsNot", ("n", "None")):
+        left = test[1]
+        if left and left[0] == "a" and left[1] == ("n", "self"):
+            return left[2]
+    return None
+
+
+def _none_everywhere(ev, inst: Value, attr: str, config: Value, model: Value) -> bool:
+    """Whether every assignment of `self.attr` the constructors may run gives None, with the loader's
+    config bound to each parameter that came from the model class's `quant_config` (one must) and
+    None to each that came from a literal None."""
+    assigned = 0
+    for cls in _init_chain(ev, inst):
+        init = _own_init(ev, cls)
+        module = ev.index.module(cls.module)
+        for value, guards in zip(init.self_assigns.get(attr, ()), init.self_assign_guards.get(attr, ())):
+            bindings = _bindings(ev, inst, cls, init, value, guards, config, model)
+            if bindings is None:
+                return False
+            scope = _init_scope(ev, inst, cls, init, bindings)
+            reachable, conditions = ev.partial.guards(guards, scope) if guards else (True, ())
+            if not reachable:
+                continue
+            result = ev.partial.const(value, scope, 0)
+            if conditions or result.values is None or result.opens or set(result.values) != {None}:
+                return False
+            assigned += 1
+    return assigned > 0
+
+
+def _bindings(ev, inst: Value, owner: Value, init, value, guards, config: Value, model: Value):
+    """The parameters an assignment reads, bound by their origin; None unless one of them is the model
+    class's `quant_config` (then the loader's config)."""
+    read = names_in([value] + [t for t, _, _ in guards]) & set(init.params[1:])
+    bound, from_model = [], False
+    for name in sorted(read):
+        origin = _origin(ev, inst, owner, name, 0)
+        if origin == NONE:
+            bound.append((name, (NONE_VALUE,)))
+        elif origin == ("top", (model.module, model.name), LOADER_PARAM):
+            bound.append((name, (config,)))
+            from_model = True
+    return tuple(bound) if from_model else None

@@ -1,0 +1,126 @@
+"""A model class whose constructors hand the checkpoint's quant config to a layer that cannot be built
+with it does not start (static/startup.py). The fixture is plain Python: building each model for real
+is the oracle for what the static reading says."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static.scan import ScanSession
+from dynacheck.static.startup import model_unbuildable
+from dynacheck.static.summary import summarize
+
+ROOT = Path(__file__).parent / "fixtures" / "startup"
+MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel")
+QUANTIZATIONS = ("", "full", "moeonly")
+CHECKPOINTS = ({}, {"use_proj": True})  # the fixture's config dicts: MaybeModel builds its layer on the second
+
+
+def _static(scan_cache) -> dict[tuple[str, str], object]:
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    out = {}
+    for quantization in QUANTIZATIONS:
+        args = f"--quantization {quantization}" if quantization else ""
+        spec = DeploymentSpec(framework=ROOT / "startfx.toml", gpu="sm100", platform="cuda", server_args=args)
+        evaluator = session.engine(spec)[1]
+        for name in MODELS:
+            out[(quantization, name)] = model_unbuildable(evaluator, "startfx.model", name)
+    return out
+
+
+def _built_for_real(monkeypatch) -> dict[tuple[str, str], set[bool]]:
+    """(quantization, model) -> whether building it raised AssertionError, for each fixture checkpoint."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    for name in [m for m in sys.modules if m == "startfx" or m.startswith("startfx.")]:
+        monkeypatch.delitem(sys.modules, name)
+    quant = importlib.import_module("startfx.quant")
+    model = importlib.import_module("startfx.model")
+    out: dict[tuple[str, str], set[bool]] = {}
+    for quantization in QUANTIZATIONS:
+        for name in MODELS:
+            for checkpoint in CHECKPOINTS:
+                config = quant.QUANTIZATION_METHODS[quantization].from_config({"quant_method": quantization}) \
+                    if quantization else None
+                try:
+                    getattr(model, name)(checkpoint, quant_config=config)
+                    failed = False
+                except AssertionError:
+                    failed = True
+                out.setdefault((quantization, name), set()).add(failed)
+    return out
+
+
+def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_checkpoint(scan_cache, monkeypatch):
+    static = _static(scan_cache)
+    real = _built_for_real(monkeypatch)
+    claimed = {key for key, found in static.items() if found is not None}
+    always_fails = {key for key, outcomes in real.items() if outcomes == {True}}
+    assert claimed == always_fails == {("moeonly", "Model")}
+    # MaybeModel fails only on a checkpoint that asks for its layer: a static reading claims nothing there
+    assert real[("moeonly", "MaybeModel")] == {True, False} and static[("moeonly", "MaybeModel")] is None
+
+
+def test_the_reason_names_the_layer_its_path_and_the_assert(scan_cache):
+    found = _static(scan_cache)[("moeonly", "Model")]
+    source = (ROOT / "startfx" / "layers.py").read_text().splitlines()
+    assert found.layer == "Linear" and found.path == "self.model.layers[].attn.proj"
+    assert source[found.line - 1].strip() == "assert self.quant_method is not None"
+    assert source.index("class Linear(LinearBase):") < found.line - 1  # Linear's own assert, not MoE's
+    assert found.config == "MoeOnlyConfig"
+    text = found.reason("Model", "startfx/layers.py")
+    assert f"startfx/layers.py:{found.line}" in text and "`self.model.layers[].attn.proj`" in text
+
+
+def test_asserts_are_kept_with_their_line_and_guards():
+    source = "def f(self, x):\n    assert self.a is not None\n    if x:\n        assert x > 1\n"
+    fn = summarize(source, "m", "m.py", False, defer=False).functions["f"]
+    assert [(line, bool(guards)) for _, line, guards in fn.asserts] == [(2, False), (4, True)]
+    assert fn.asserts[0][0] == ("cmp", ("a", ("n", "self"), "a"), (("IsNot", ("n", "None")),))
+
+
+@pytest.mark.wheels
+def test_sglang_mxfp4_on_cuda_stops_models_that_hand_their_quant_config_to_linear_layers(pinned_targets, tmp_path):
+    """sglang 0.5.9: Mxfp4Config.get_quant_method gives a LinearBase None on CUDA (mxfp4.py:268-285), and
+    QKVParallelLinear's ColumnParallelLinear.__init__ asserts a method (linear.py:330). GPT-OSS builds its
+    attention without the config (gpt_oss.py:396-410); fp8 gives every linear layer a method."""
+    from dataclasses import replace
+
+    from dynacheck.census.matrix import default_deployments
+
+    session = ScanSession.open(pinned_targets, tmp_path)
+    by_name = {d.name: d for d in default_deployments()}
+
+    def check(deployment: str, module: str, name: str):
+        spec = replace(by_name[deployment].spec(), architecture=name)
+        return model_unbuildable(session.engine(spec)[1], module, name)
+
+    llama = check("mxfp4/sm90", "sglang.srt.models.llama", "LlamaForCausalLM")
+    assert llama is not None and llama.path == "self.model.layers[].self_attn.qkv_proj"
+    assert llama.file.endswith("sglang/srt/layers/linear.py") and llama.line == 330
+    assert check("mxfp4/sm90", "sglang.srt.models.gpt_oss", "GptOssForCausalLM") is None
+    assert check("fp8/sm90", "sglang.srt.models.llama", "LlamaForCausalLM") is None
+    assert check("bf16/sm90", "sglang.srt.models.llama", "LlamaForCausalLM") is None
+
+
+@pytest.mark.wheels
+def test_a_census_lists_a_model_that_does_not_start_as_not_applicable(pinned_targets, tmp_path):
+    from dynacheck.census.matrix import default_deployments
+    from dynacheck.census.run import run_census
+
+    wanted = [d for d in default_deployments() if d.name in ("fp8/sm90", "mxfp4/sm90")]
+    census = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1,
+                        models=["LlamaForCausalLM", "GptOssForCausalLM"])
+    cells = {(c["model"], c["deployment"]) for c in census.cells}
+    assert cells == {("LlamaForCausalLM", "fp8/sm90"), ("GptOssForCausalLM", "fp8/sm90"),
+                     ("GptOssForCausalLM", "mxfp4/sm90")}
+    reason = next(n["reason"] for n in census.not_applicable
+                  if (n["model"], n["deployment"]) == ("LlamaForCausalLM", "mxfp4/sm90"))
+    assert reason.startswith("LlamaForCausalLM does not start on this deployment")
+    assert "sglang/srt/layers/linear.py:330" in reason
