@@ -30,6 +30,7 @@ from dynacheck.sources.resolve import resolve_target
 from scan_bench import _replace_section  # bench/ is this script's folder
 
 SECTION = "## Census cells against each model walked alone"
+STOPPED = "does not start on this deployment"  # an n/a reason of static/startup.py, checked with --fresh
 FRESH_SECTION = "## Census cells against each cell scanned alone"
 
 
@@ -45,8 +46,9 @@ def main() -> int:
     committed = {(c["model"], c["deployment"]): c for c in census["cells"]}
     models = sorted({model for model, _ in committed})
     differing: list[tuple[str, str, list[str]]] = []
+    stopped, stopped_differing = 0, []
     if args.fresh:
-        differing = _fresh(census, targets, deployments)
+        differing, stopped_differing, stopped = _fresh(census, targets, deployments)
     for model in models if not args.fresh else ():
         alone = run_census(targets, deployments, jobs=1, models=[model])
         for cell in alone.cells:
@@ -63,7 +65,12 @@ def main() -> int:
              "| measure | value |", "| --- | --- |",
              f"| cells | {len(committed)} ({len(models)} model classes) |",
              f"| equal to the {'cell scanned' if args.fresh else 'model walked'} alone | **{len(committed) - len(differing)}** |",
-             f"| different | {len(differing)}{_fields(by_field)} |", ""]
+             f"| different | {len(differing)}{_fields(by_field)} |"]
+    if args.fresh:
+        lines.append(f"| n/a because the model does not start (static/startup.py), worked out again alone | "
+                     f"{stopped}, **{stopped - len(stopped_differing)} equal** |")
+        differing += stopped_differing
+    lines.append("")
     if differing:
         lines += ["Cells that differ: " + ", ".join(f"{m} x {d}" for m, d, _ in differing), ""]
     text = "\n".join(lines)
@@ -97,19 +104,45 @@ def _fresh_cell(cell: dict, deployment) -> tuple[str, str, list[str]] | None:
     try:
         record = cell_record(scan_targets(_FRESH["targets"], [cell["entry"]], None, deployment=spec,
                                           session=session))
+        if deployment.quantization:  # a walked cell is one whose model starts (static/startup.py)
+            record["does not start"] = _does_not_start(session, spec, cell)
     finally:
         session.release(spec)
-    fields = [k for k in record if record[k] != cell.get(k)]
+    fields = [k for k in record if record[k] != cell.get(k, "")]
     return (cell["model"], cell["deployment"], fields) if fields else None
 
 
-def _fresh(census: dict, targets, deployments) -> list[tuple[str, str, list[str]]]:
+def _does_not_start(session, spec, record: dict) -> str:
+    from dynacheck.census.run import _display_in
+    from dynacheck.static.startup import model_unbuildable
+
+    found = model_unbuildable(session.engine(spec)[1], record["module"], record["model"])
+    return found.reason(record["model"], _display_in(found.file, _FRESH["targets"])) if found else ""
+
+
+def _fresh_start(entry: dict, deployment) -> tuple[str, str, list[str]] | None:
+    """A census's "does not start" n/a, worked out again with an evaluator of its own."""
+    from dataclasses import replace
+
+    session, spec = _FRESH["session"], replace(deployment.spec(), architecture=entry["model"])
+    session.engine(spec, None)
+    try:
+        reason = _does_not_start(session, spec, entry)
+    finally:
+        session.release(spec)
+    return None if reason == entry["reason"] else (entry["model"], entry["deployment"], ["does not start"])
+
+
+def _fresh(census: dict, targets, deployments) -> tuple[list, list, int]:
+    """Cells that differ, "does not start" entries that differ, and how many of those there are."""
     by_name = {d.name: d for d in deployments}
     cells = census["cells"]
     jobs = min(2, os.cpu_count() or 1)
+    stopped = [n for n in census["not_applicable"] if STOPPED in n["reason"]]
     with ProcessPoolExecutor(jobs, initializer=_fresh_init, initargs=(census["targets"],)) as pool:
         found = pool.map(_fresh_cell, cells, [by_name[c["deployment"]] for c in cells], chunksize=16)
-        return [d for d in found if d is not None]
+        again = pool.map(_fresh_start, stopped, [by_name[n["deployment"]] for n in stopped], chunksize=16)
+        return [d for d in found if d is not None], [d for d in again if d is not None], len(stopped)
 
 
 def _fields(by_field: collections.Counter) -> str:

@@ -87,7 +87,8 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
             "Dynamo meets in trace order (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
             "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, the piecewise runner "
             "compiles nothing for the class (a draft-only class, no `.model` or no `.layers`: each reason says what "
-            "this release's runner does), or the deployment does not start; reasons at the end. "
+            "this release's runner does), the deployment does not start, or the model does not start on it (a layer "
+            "its constructors build cannot be built with the checkpoint's quant config); reasons at the end. "
             "Details per cell below and in the JSON.",
             ""] + _summary_lines(data)
     if _all_refused(data):
