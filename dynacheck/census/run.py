@@ -182,13 +182,17 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
         return [(entry, "", {"refused": facts.refused}) for entry in entries]
     for entry in entries:
         names = (classes or {}).get(entry) or [""]
-        record, read, tests = _walk_cell(deployment, entry, names[0])
         blocked = {name: why for name in names
                    if (why := _unbuildable(deployment, name, (modules or {}).get(name, "")))}
+        starting = [name for name in names if name not in blocked]
+        if not starting:  # no class on this forward starts: nothing of it is compiled, nothing to walk
+            out.extend((entry, name, {"unbuildable": blocked[name]}) for name in names)
+            continue
+        record, read, tests = _walk_cell(deployment, entry, starting[0])
         if not read & ARCH_FACT and not blocked:
             out.append((entry, "", record))
             continue
-        walked = [(names[0], tests, record)]  # a class answering a walk's tests alike gets its record
+        walked = [(starting[0], tests, record)]  # a class answering a walk's tests alike gets its record
         for name in names:
             same = next((r for first, t, r in walked if answers_alike(t, first, name)), None) \
                 if read & ARCH_FACT else record
