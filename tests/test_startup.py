@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.report.console import render_console
 from dynacheck.sources.resolve import resolve_target
-from dynacheck.static.scan import ScanSession
+from dynacheck.static.scan import ScanSession, scan_roots, scan_targets
 from dynacheck.static.startup import model_unbuildable
 from dynacheck.static.summary import summarize
 
@@ -78,6 +80,25 @@ def test_the_reason_names_the_layer_its_path_and_the_assert(scan_cache):
     assert f"startfx/layers.py:{found.line}" in text and "`self.model.layers[].attn.proj`" in text
 
 
+@pytest.mark.parametrize("quantization, model, stops", [("moeonly", "Model", True), ("full", "Model", False),
+                                                       ("moeonly", "KeepsItModel", False), ("", "Model", False)])
+def test_a_scan_says_when_its_model_does_not_start(scan_cache, quantization, model, stops):
+    """A user's scan whose deployment names the model class (a model config's `architectures`) says so
+    before its findings, which are then about a server that never comes up."""
+    args = f"--quantization {quantization}" if quantization else ""
+    spec = DeploymentSpec(framework=ROOT / "startfx.toml", gpu="sm100", platform="cuda", server_args=args,
+                          architecture=model)
+    result = scan_roots([ROOT], [f"startfx.model:{model}.forward"], cache_dir=scan_cache, deployment=spec)
+    said = [p.message for p in result.problems if p.kind == "does_not_start"]
+    assert bool(said) == stops
+    if stops:
+        assert said[0].startswith(f"{model} does not start on this deployment") and "attn.proj" in said[0]
+        console = Console(record=True, width=400)
+        render_console(result, console)
+        first = [line for line in console.export_text().splitlines() if line.strip()]
+        assert any(line.startswith(f"{model} does not start") for line in first[:6])  # up top, not at the end
+
+
 def test_asserts_are_kept_with_their_line_and_guards():
     source = "def f(self, x):\n    assert self.a is not None\n    if x:\n        assert x > 1\n"
     fn = summarize(source, "m", "m.py", False, defer=False).functions["f"]
@@ -107,6 +128,19 @@ def test_sglang_mxfp4_on_cuda_stops_models_that_hand_their_quant_config_to_linea
     assert check("mxfp4/sm90", "sglang.srt.models.gpt_oss", "GptOssForCausalLM") is None
     assert check("fp8/sm90", "sglang.srt.models.llama", "LlamaForCausalLM") is None
     assert check("bf16/sm90", "sglang.srt.models.llama", "LlamaForCausalLM") is None
+
+
+@pytest.mark.wheels
+def test_the_glm5_preset_starts_on_its_checkpoint_and_not_on_mxfp4(pinned_targets, tmp_path):
+    """The flagship's deployment (ModelOpt NVFP4) starts; the same model config with --quantization mxfp4
+    does not, at DeepseekV2AttentionMLA's kv_b_proj (models/deepseek_v2.py:1178, linear.py:330)."""
+    flagship = scan_targets(pinned_targets, [], "glm5", cache_dir=tmp_path, reuse=False)
+    assert not [p for p in flagship.problems if p.kind == "does_not_start"]
+    mxfp4 = scan_targets(pinned_targets, [], "glm5", cache_dir=tmp_path, reuse=False,
+                         deployment=DeploymentSpec(server_args="--quantization mxfp4 --enable-piecewise-cuda-graph"))
+    said = [p.message for p in mxfp4.problems if p.kind == "does_not_start"]
+    assert len(said) == 1 and said[0].startswith("GlmMoeDsaForCausalLM does not start on this deployment")
+    assert "self.model.layers[].self_attn.kv_b_proj" in said[0] and "linear.py:330" in said[0]
 
 
 @pytest.mark.wheels

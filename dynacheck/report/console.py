@@ -37,6 +37,7 @@ def render_console(review: Review | ScanResult, console: Console | None = None, 
     scan = review.scan
     if scan is not None:
         _header(console, scan)
+        _does_not_start(console, scan)
     if review.trace is not None:
         _trace_header(console, review.trace)
     summary = view.summarize(review)
@@ -293,6 +294,13 @@ def _event(console: Console, event: Event, note: str, verbose: bool) -> None:
         console.print(_indented(Text(note, style="dim"), 2))
     if event.fixes:
         _fixes(console, event.fixes, verbose)
+
+
+def _does_not_start(console: Console, scan: ScanResult) -> None:
+    """Before anything else: the deployment's model class cannot be built on it (static/startup.py)."""
+    for problem in scan.problems:
+        if problem.kind == "does_not_start":
+            console.print(Text(problem.message, style="bold red"))
 
 
 def _problems_and_stats(console: Console, scan: ScanResult, verbose: bool) -> None:

@@ -33,6 +33,7 @@ from dynacheck.static.partial_values import answers_alike
 from dynacheck.static.prefetch import Prefetch
 from dynacheck.static.presets import preset_entries
 from dynacheck.static.reach import Reacher
+from dynacheck.static.startup import model_class_module, model_unbuildable
 from dynacheck.static.fullgraph import apply as apply_fullgraph
 from dynacheck.static.fullgraph import declared
 from dynacheck.static.tensors import INT_TOLIST, TensorHazards
@@ -127,6 +128,11 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if facts.runner_missing and not any(p.kind == "runner_missing" for p in problems):
         problems.append(Problem("runner_missing", "", f"{facts.runner_missing}: the batch that runner traces "
                                 "with and the globals it sets while compiling are not assumed"))
+    if single:  # a census says it per cell (census/run.py)
+        stopped = _does_not_start(facts, evaluator, locator)
+        if stopped and not any(p.kind == "does_not_start" for p in problems):
+            problems.append(Problem("does_not_start", "", f"{stopped}: the findings below are for a server that "
+                                    "does not come up on this deployment"))
     entry_values = [resolve_entry(e, evaluator, locator) for e in all_entries]
     if progress:
         progress(f"walking from {len(entry_values)} entr{'y' if len(entry_values) == 1 else 'ies'}")
@@ -398,6 +404,17 @@ def _unreadable_folders(locator: ModuleLocator) -> list[Problem]:
 def _body_errors(index: Index) -> list[Problem]:
     """Deferred bodies (lazy_bodies.py) that could not be summarized: those functions look empty."""
     return [Problem("syntax_error", m.path, f"{error}: skipped") for m in index.loaded() for error in m.body_errors]
+
+
+def _does_not_start(facts, evaluator, locator: ModuleLocator) -> str:
+    """Why the model class the deployment's model config names does not start on it, or ''
+    (static/startup.py; a quantized deployment with a known architecture only)."""
+    name = facts.architecture or next(iter(facts.model_config.get("architectures") or ()), "")
+    if not name or not evaluator.pins:
+        return ""
+    module = model_class_module(locator, facts.framework.get("models_package", ""), str(name))
+    found = model_unbuildable(evaluator, module, str(name)) if module else None
+    return found.reason(str(name), locator.display_path(found.file)) if found is not None else ""
 
 
 def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:

@@ -28,6 +28,7 @@ release from 0.5.9 to 0.5.23 has one.
 
 from __future__ import annotations
 
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -59,6 +60,24 @@ class Unbuildable:
         return (f"{model} does not start on this deployment: {self.layer}.__init__ asserts "
                 f"`self.{self.attr} is not None` ({where}:{self.line}), and it is None for the layer at "
                 f"`{self.path}`, which {model} builds with the {self.config} it is given as quant_config")
+
+
+def model_class_module(locator, package: str, name: str) -> str:
+    """The module of `package` that defines class `name` (`class Name(` at the start of a line), or ''.
+    Read as bytes, nothing imported: a scan needs it once, for its model config's architecture."""
+    folder = locator.find(package) if package else None
+    if folder is not None and folder.name == "__init__.py":  # a package is found as its __init__
+        folder = folder.parent
+    if folder is None or not folder.is_dir():
+        return ""
+    pattern = re.compile(rb"^class " + re.escape(name.encode()) + rb"\b", re.MULTILINE)
+    for path in sorted(folder.glob("*.py")):
+        try:
+            if pattern.search(path.read_bytes()):
+                return f"{package}.{path.stem}"
+        except OSError:
+            continue
+    return ""
 
 
 def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
