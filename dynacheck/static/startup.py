@@ -8,7 +8,7 @@ RowParallelLinear then `assert self.quant_method is not None` (sglang 0.5.9 `lay
 (`layers/quantization/mxfp4.py:268-285`: `ignored_layers`, which would pick the unquantized method, is
 never set by `from_config`), so a model that passes its quant config to its linear layers stops in
 its constructor; GPT-OSS builds its attention without one (`models/gpt_oss.py:396-410`). A census
-cell of such a model is a server that never starts, not a list of graph breaks.
+cell of such a model is a server that never starts, not a list of graph breaks; a scan of it says so first.
 
 The check starts at the model class the loader builds, with the loader's config as its `quant_config`,
 and follows what its constructors allocate into their attributes (and into containers such as
@@ -16,8 +16,8 @@ and follows what its constructors allocate into their attributes (and into conta
 unguarded `assert self.A is not None` are read against the values of `self.A` those `__init__`s
 assign, with each parameter they read bound by where it came from: the argument of the allocation
 (or of the `super().__init__` call) that made the instance, a parameter of the constructor above it,
-and so on up to the model class. Only plain parameter names, a conditional expression that keeps the
-parameter, a `self` helper's argument, and literal `None` are followed; anything else leaves the
+and so on up to the model class. Only plain parameter names, a closure's names, a conditional expression
+that keeps the parameter, a `self` helper's argument, and literal `None` are followed; anything else leaves the
 parameter unknown, and an unknown never fails an assert. The config the loader passes is what the
 config class's `from_config` returns (`model_loader/weight_utils.py:get_quant_config`).
 
@@ -63,21 +63,25 @@ class Unbuildable:
 
 
 def model_class_module(locator, package: str, name: str) -> str:
-    """The module of `package` that defines class `name` (`class Name(` at the start of a line), or ''.
-    Read as bytes, nothing imported: a scan needs it once, for its model config's architecture."""
+    """The module of `package` that defines class `name` (`class Name` at the start of a line; one that
+    also registers it in a one-line `EntryClass` first), or ''. Read as bytes, nothing imported: a scan
+    needs it once, for its model config's architecture."""
     folder = locator.find(package) if package else None
     if folder is not None and folder.name == "__init__.py":  # a package is found as its __init__
         folder = folder.parent
     if folder is None or not folder.is_dir():
         return ""
-    pattern = re.compile(rb"^class " + re.escape(name.encode()) + rb"\b", re.MULTILINE)
+    defines = re.compile(rb"^class " + re.escape(name.encode()) + rb"\b", re.MULTILINE)
+    registers = re.compile(rb"^EntryClass\b[^\n]*\b" + re.escape(name.encode()) + rb"\b", re.MULTILINE)
+    found = []
     for path in sorted(folder.glob("*.py")):
         try:
-            if pattern.search(path.read_bytes()):
-                return f"{package}.{path.stem}"
+            data = path.read_bytes()
         except OSError:
             continue
-    return ""
+        if defines.search(data):
+            found.append((not registers.search(data), f"{package}.{path.stem}"))  # the registering file first
+    return min(found)[1] if found else ""
 
 
 def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
