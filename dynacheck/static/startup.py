@@ -139,7 +139,7 @@ def _given_the_config(ev, inst: Value, model: Value) -> bool:
     """Whether a parameter of the constructor that builds `inst`, passed as a plain name, comes from the
     model class's `quant_config` (the BFS goes no further down a branch the config does not reach)."""
     owner = _first_init_owner(ev, inst)
-    init = _own_init(ev, owner) if owner is not None else None
+    init = ev._own_init(owner) if owner is not None else None
     if init is None or inst.expr is None:
         return False
     top = ("top", (model.module, model.name), LOADER_PARAM)
@@ -157,7 +157,7 @@ def _built(ev, inst: Value, path: str) -> list[tuple[Value, str]]:
     lambda builds: `layers[]`). A layer built only on some checkpoints proves nothing about this one."""
     out: list[tuple[Value, str]] = []
     for cls in _init_chain(ev, inst):
-        init = _own_init(ev, cls)
+        init = ev._own_init(cls)
         scope = _init_scope(ev, inst, cls, init, ev.constructor_bindings(inst, cls, init))
         for attr, values in init.self_assigns.items():
             for expr, guards in zip(values, init.self_assign_guards.get(attr, ())):
@@ -191,7 +191,7 @@ def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
     outside the scanned allocations), or UNKNOWN."""
     if owner is None or depth > 24:
         return UNKNOWN
-    init = _own_init(ev, owner)
+    init = ev._own_init(owner)
     if init is None or param not in init.params:
         return UNKNOWN
     first = _first_init_owner(ev, inst)
@@ -203,7 +203,7 @@ def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
     sub = _calling_subclass(ev, inst, owner)
     if sub is None:
         return UNKNOWN
-    sub_init = _own_init(ev, sub)
+    sub_init = ev._own_init(sub)
     scope = _init_scope(ev, inst, sub, sub_init)
     origins = {_expr_origin(ev, _argument(("c", None, call.args, call.kwargs), init, param), scope, init, param, depth)
                for call in sub_init.calls if _is_super_init(call.func)}  # `if ...: super().__init__(...)` else too
@@ -252,7 +252,7 @@ def _helper_origin(ev, receiver: Value, fn, name: str, depth: int):
         return UNKNOWN
     origins = set()
     for cls in _init_chain(ev, receiver):
-        init = _own_init(ev, cls)
+        init = ev._own_init(cls)
         scope = _init_scope(ev, receiver, cls, init)
         for call in init.calls:
             if call.func == ("a", ("n", "self"), fn.name):
@@ -290,18 +290,12 @@ def _init_scope(ev, inst: Value, cls: Value, init, bound: tuple = ()) -> Scope:
     return ev.function_scope(func, bound) or Scope(ev.index.module(cls.module), init, func.self_cls, bound)
 
 
-def _own_init(ev, cls: Value):
-    summary = ev.index.klass(cls.module, cls.name)
-    qualname = summary.methods.get("__init__") if summary is not None else None
-    return ev.index.function(cls.module, qualname) if qualname else None
-
-
 def _first_init_owner(ev, inst: Value) -> Value | None:
     """The class whose `__init__` runs when `inst` is built (the first in its MRO that defines one)."""
     for cls in ev.mro(inst):
         if cls.kind != "cls":
             return None
-        if _own_init(ev, cls) is not None:
+        if ev._own_init(cls) is not None:
             return cls
     return None
 
@@ -313,7 +307,7 @@ def _calling_subclass(ev, inst: Value, owner: Value) -> Value | None:
     at = next((i for i, c in enumerate(order) if (c.module, c.name) == (owner.module, owner.name)), None)
     if at is None:
         return None
-    return next((c for c in reversed(order[:at]) if _own_init(ev, c) is not None), None)
+    return next((c for c in reversed(order[:at]) if ev._own_init(c) is not None), None)
 
 
 def _init_chain(ev, inst: Value) -> list[Value]:
@@ -323,7 +317,7 @@ def _init_chain(ev, inst: Value) -> list[Value]:
     for cls in ev.mro(inst):
         if cls.kind != "cls":
             break
-        init = _own_init(ev, cls)
+        init = ev._own_init(cls)
         if init is None:
             continue
         chain.append(cls)
@@ -366,7 +360,7 @@ def _loader_configs(ev) -> list[Value]:
 
 def _failing_assert(ev, inst: Value, configs: list[Value], model: Value, path: str) -> Unbuildable | None:
     for cls in _init_chain(ev, inst):
-        init = _own_init(ev, cls)
+        init = ev._own_init(cls)
         for test, line, guards in init.asserts:
             attr = _checked_attribute(test)
             if attr is not None and not guards and _none_everywhere(ev, inst, attr, configs[0], model):
@@ -391,7 +385,7 @@ def _none_everywhere(ev, inst: Value, attr: str, config: Value, model: Value) ->
     None to each that came from a literal None."""
     assigned = 0
     for cls in _init_chain(ev, inst):
-        init = _own_init(ev, cls)
+        init = ev._own_init(cls)
         module = ev.index.module(cls.module)
         for value, guards in zip(init.self_assigns.get(attr, ()), init.self_assign_guards.get(attr, ())):
             bindings = _bindings(ev, inst, cls, init, value, guards, config, model)
