@@ -208,7 +208,8 @@ def _walk_entries(deployment: CensusDeployment, entries: list[str], fork_from: D
 
 def _unbuildable(deployment: CensusDeployment, name: str, module: str) -> str:
     """Why model class `name` does not start on the deployment (a layer its constructors build cannot
-    be built with the checkpoint's quant config: static/startup.py), or ''."""
+    be built with the checkpoint's quant config: static/startup.py), or ''. A check that fails leaves the
+    cell walked, as before the check existed (none failed on the 0.5.9 and 0.5.10 censuses)."""
     from dataclasses import replace
 
     from dynacheck.static.startup import model_unbuildable
