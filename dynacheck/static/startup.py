@@ -163,7 +163,7 @@ def _built(ev, inst: Value, path: str) -> list[tuple[Value, str]]:
             for expr, guards in zip(values, init.self_assign_guards.get(attr, ())):
                 if not _a_call(expr):  # a layer is built by a call (a class, or a factory such as make_layers)
                     continue
-                if not all(ev.partial.truth(test, scope)[0] is taken for test, taken, _ in guards):
+                if not all(_surely(ev, test, taken, scope) for test, taken, _ in guards):
                     continue
                 made = ev.eval(expr, scope, 1)
                 where = f"{path}.{attr}"
@@ -176,6 +176,12 @@ def _built(ev, inst: Value, path: str) -> list[tuple[Value, str]]:
                     # stage holds any), beside the factory's own return (its list and layer range)
                     out.append((listed[0], where + "[]"))
     return out
+
+
+def _surely(ev, test, taken: bool, scope: Scope) -> bool:
+    """Whether a branch test is decided `taken` on this deployment, with no open fact behind it."""
+    value, opens = ev.partial.truth(test, scope)
+    return value is taken and not opens
 
 
 def _a_call(expr) -> bool:
@@ -239,7 +245,7 @@ def _kept(ev, fn, name: str, scope: Scope) -> bool:
     for value in fn.assigns.get(name, ()):
         if value[0] != "if":
             return False
-        taken, _ = ev.partial.truth(value[3], scope)
+        taken = True if _surely(ev, value[3], True, scope) else False if _surely(ev, value[3], False, scope) else None
         if taken is None or (value[1] if taken else value[2]) != ("n", name):
             return False
     return True
