@@ -19,7 +19,9 @@ assign, with each parameter they read bound by where it came from: the argument 
 and so on up to the model class. Only plain parameter names, a closure's names, a conditional expression
 that keeps the parameter, a `self` helper's argument, and literal `None` are followed; anything else leaves the
 parameter unknown, and an unknown never fails an assert. The config the loader passes is what the
-config class's `from_config` returns (`model_loader/weight_utils.py:get_quant_config`).
+config class's `from_config` returns (`model_loader/weight_utils.py:get_quant_config`, for a checkpoint
+with a quantization config; one without gets `quant_cls()`, `:237-240`, which for Mxfp4Config leaves
+`ignored_layers` unset too).
 
 Known limit: a layer built inside a `lambda` whose own parameter is named like the constructor's
 (`lambda quant_config: Layer(quant_config=quant_config)`) is read as the constructor's; no SGLang
