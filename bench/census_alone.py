@@ -113,11 +113,10 @@ def _fresh_cell(cell: dict, deployment) -> tuple[str, str, list[str]] | None:
 
 
 def _does_not_start(session, spec, record: dict) -> str:
-    from dynacheck.census.run import _display_in
     from dynacheck.static.startup import model_unbuildable
 
     found = model_unbuildable(session.engine(spec)[1], record["module"], record["model"])
-    return found.reason(record["model"], _display_in(found.file, _FRESH["targets"])) if found else ""
+    return found.reason(record["model"], session.locator.display_path(found.file)) if found else ""
 
 
 def _fresh_start(entry: dict, deployment) -> tuple[str, str, list[str]] | None:

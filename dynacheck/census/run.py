@@ -216,26 +216,12 @@ def _unbuildable(deployment: CensusDeployment, name: str, module: str) -> str:
 
     if not name or not module or not deployment.quantization:
         return ""
+    session = _WORKER["session"]
     try:
-        evaluator = _WORKER["session"].engine(replace(deployment.spec(), architecture=name))[1]
-        failure = model_unbuildable(evaluator, module, name)
+        failure = model_unbuildable(session.engine(replace(deployment.spec(), architecture=name))[1], module, name)
     except Exception:  # noqa: BLE001 - a check that cannot read the model leaves its cell walked
         return ""
-    return failure.reason(name, _display(failure.file)) if failure is not None else ""
-
-
-def _display(path: str) -> str:
-    return _display_in(path, _WORKER.get("targets", ()))
-
-
-def _display_in(path: str, targets: Sequence[Target]) -> str:
-    """A source path as the census shows it: from the package folder down."""
-    for target in targets:
-        try:
-            return str(Path(path).relative_to(target.root))
-        except ValueError:
-            continue
-    return path
+    return failure.reason(name, session.locator.display_path(failure.file)) if failure is not None else ""
 
 
 def _walk_cell(deployment: CensusDeployment, entry: str,

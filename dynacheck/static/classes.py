@@ -119,15 +119,10 @@ class ClassModel:
 
     def _constructor_bindings(self, inst: Value, owner: Value, init, depth: int) -> tuple:
         order = [c for c in self.mro(inst) if c.kind == "cls"]
-        at = next((i for i, c in enumerate(order) if (c.module, c.name) == (owner.module, owner.name)), None)
-        if at is None:
+        if not any((c.module, c.name) == (owner.module, owner.name) for c in order):
             return ()
-        passed: dict = {}
-        for sub in reversed(order[:at]):  # the nearest class before the owner that defines __init__
-            sub_init = self._own_init(sub)
-            if sub_init is not None:
-                passed = self._super_init_arguments(inst, sub, sub_init, init, depth)
-                break
+        sub = self.calling_subclass(inst, owner)
+        passed = self._super_init_arguments(inst, sub, self._own_init(sub), init, depth) if sub is not None else {}
         bound = []
         for name in init.params[1:]:
             if name in passed:
@@ -141,6 +136,15 @@ class ClassModel:
             if values:
                 bound.append((name, tuple(values[:8])))
         return tuple(bound)
+
+    def calling_subclass(self, inst: Value, owner: Value) -> Value | None:
+        """The nearest class before `owner` in `inst`'s MRO that defines `__init__` (its
+        `super().__init__` runs the owner's), or None."""
+        order = [c for c in self.mro(inst) if c.kind == "cls"]
+        at = next((i for i, c in enumerate(order) if (c.module, c.name) == (owner.module, owner.name)), None)
+        if at is None:
+            return None
+        return next((c for c in reversed(order[:at]) if self._own_init(c) is not None), None)
 
     def _own_init(self, cls: Value):
         summary = self.index.klass(cls.module, cls.name)

@@ -409,12 +409,12 @@ def _body_errors(index: Index) -> list[Problem]:
 def _does_not_start(facts, evaluator, locator: ModuleLocator) -> str:
     """Why the model class the deployment's model config names does not start on it, or ''
     (static/startup.py; a quantized deployment with a known architecture only)."""
-    name = facts.architecture or next(iter(facts.model_config.get("architectures") or ()), "")
+    name = str(facts.architecture or next(iter(facts.model_config.get("architectures") or ()), ""))
     if not name or not evaluator.pins:
         return ""
-    module = model_class_module(locator, facts.framework.get("models_package", ""), str(name))
-    found = model_unbuildable(evaluator, module, str(name)) if module else None
-    return found.reason(str(name), locator.display_path(found.file)) if found is not None else ""
+    module = model_class_module(locator, facts.framework.get("models_package", ""), name)
+    found = model_unbuildable(evaluator, module, name) if module else None
+    return found.reason(name, locator.display_path(found.file)) if found is not None else ""
 
 
 def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:

@@ -114,27 +114,23 @@ def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None
     queue, seen, built_by = [(model, "self")], set(), {}
     token = _BUILT_BY.set(built_by)
     try:
-        return _walk_down(ev, model, configs, queue, seen, built_by)
+        while queue and len(seen) < MAX_INSTANCES:
+            inst, path = queue.pop(0)
+            for made, where in _built(ev, inst, path):
+                label = allocation_label(made)
+                if label in seen:
+                    continue
+                seen.add(label)
+                built_by[label] = inst
+                if not _given_the_config(ev, made, model):
+                    continue  # nothing it builds can be given the config through it
+                failure = _failing_assert(ev, made, configs, model, where)
+                if failure is not None:
+                    return failure
+                queue.append((made, where))
+        return None
     finally:
         _BUILT_BY.reset(token)
-
-
-def _walk_down(ev, model: Value, configs: list[Value], queue: list, seen: set, built_by: dict):
-    while queue and len(seen) < MAX_INSTANCES:
-        inst, path = queue.pop(0)
-        for made, where in _built(ev, inst, path):
-            label = allocation_label(made)
-            if label in seen:
-                continue
-            seen.add(label)
-            built_by[label] = inst
-            if not _given_the_config(ev, made, model):
-                continue  # nothing it builds can be given the config through it
-            failure = _failing_assert(ev, made, configs, model, where)
-            if failure is not None:
-                return failure
-            queue.append((made, where))
-    return None
 
 
 def _given_the_config(ev, inst: Value, model: Value) -> bool:
@@ -208,7 +204,7 @@ def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
             return ("top", (inst.module, inst.name), param)
         arg = _argument(inst.expr, init, param)
         return _expr_origin(ev, arg, inst.scope, init, param, depth, _BUILT_BY.get().get(allocation_label(inst)))
-    sub = _calling_subclass(ev, inst, owner)
+    sub = ev.calling_subclass(inst, owner)
     if sub is None:
         return UNKNOWN
     sub_init = ev._own_init(sub)
@@ -306,16 +302,6 @@ def _first_init_owner(ev, inst: Value) -> Value | None:
         if ev._own_init(cls) is not None:
             return cls
     return None
-
-
-def _calling_subclass(ev, inst: Value, owner: Value) -> Value | None:
-    """The nearest class before `owner` in `inst`'s MRO that defines `__init__` (its
-    `super().__init__` runs the owner's), as classes.ClassModel._constructor_bindings reads it."""
-    order = [c for c in ev.mro(inst) if c.kind == "cls"]
-    at = next((i for i, c in enumerate(order) if (c.module, c.name) == (owner.module, owner.name)), None)
-    if at is None:
-        return None
-    return next((c for c in reversed(order[:at]) if ev._own_init(c) is not None), None)
 
 
 def _init_chain(ev, inst: Value) -> list[Value]:
