@@ -19,17 +19,17 @@ from dynacheck.static.startup import model_unbuildable
 from dynacheck.static.summary import summarize
 
 ROOT = Path(__file__).parent / "fixtures" / "startup"
-MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel")
+MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel")
 QUANTIZATIONS = ("", "full", "moeonly")
 CHECKPOINTS = ({}, {"use_proj": True})  # the fixture's config dicts: MaybeModel builds its layer on the second
 
 
-def _static(scan_cache) -> dict[tuple[str, str], object]:
+def _static(scan_cache, flags: str = "") -> dict[tuple[str, str], object]:
     targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
     session = ScanSession.open(targets, scan_cache)
     out = {}
     for quantization in QUANTIZATIONS:
-        args = f"--quantization {quantization}" if quantization else ""
+        args = " ".join(filter(None, (f"--quantization {quantization}" if quantization else "", flags)))
         spec = DeploymentSpec(framework=ROOT / "startfx.toml", gpu="sm100", platform="cuda", server_args=args)
         evaluator = session.engine(spec)[1]
         for name in MODELS:
@@ -37,21 +37,29 @@ def _static(scan_cache) -> dict[tuple[str, str], object]:
     return out
 
 
-def _built_for_real(monkeypatch) -> dict[tuple[str, str], set[bool]]:
-    """(quantization, model) -> whether building it raised AssertionError, for each fixture checkpoint."""
+def _fixture(monkeypatch, name: str):
     monkeypatch.syspath_prepend(str(ROOT))
-    for name in [m for m in sys.modules if m == "startfx" or m.startswith("startfx.")]:
-        monkeypatch.delitem(sys.modules, name)
-    quant = importlib.import_module("startfx.quant")
+    for loaded in [m for m in sys.modules if m == "startfx" or m.startswith("startfx.")]:
+        monkeypatch.delitem(sys.modules, loaded)
+    return importlib.import_module(f"startfx.{name}")
+
+
+def _built_for_real(monkeypatch, encoder_only: bool = False) -> dict[tuple[str, str], set[bool]]:
+    """(quantization, model) -> whether building it raised AssertionError, for each fixture checkpoint,
+    with its config made as the framework makes it from the server args."""
+    quant = _fixture(monkeypatch, "quant")
     model = importlib.import_module("startfx.model")
+    configs = importlib.import_module("startfx.model_config")
+    server = importlib.import_module("startfx.server_args").ServerArgs(encoder_only=encoder_only)
     out: dict[tuple[str, str], set[bool]] = {}
     for quantization in QUANTIZATIONS:
         for name in MODELS:
             for checkpoint in CHECKPOINTS:
                 config = quant.QUANTIZATION_METHODS[quantization].from_config({"quant_method": quantization}) \
                     if quantization else None
+                hf_config = configs.ModelConfig.from_server_args(server, configs.FxConfig(checkpoint)).hf_config
                 try:
-                    getattr(model, name)(checkpoint, quant_config=config)
+                    getattr(model, name)(hf_config, quant_config=config)
                     failed = False
                 except AssertionError:
                     failed = True
@@ -64,9 +72,67 @@ def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_
     real = _built_for_real(monkeypatch)
     claimed = {key for key, found in static.items() if found is not None}
     always_fails = {key for key, outcomes in real.items() if outcomes == {True}}
-    assert claimed == always_fails == {("moeonly", "Model")}
+    assert claimed == always_fails == {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "EncoderModel")}
     # MaybeModel fails only on a checkpoint that asks for its layer: a static reading claims nothing there
     assert real[("moeonly", "MaybeModel")] == {True, False} and static[("moeonly", "MaybeModel")] is None
+
+
+def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan_cache, monkeypatch):
+    static = _static(scan_cache, "--encoder-only")
+    real = _built_for_real(monkeypatch, encoder_only=True)
+    assert real[("moeonly", "EncoderModel")] == {False} and static[("moeonly", "EncoderModel")] is None
+    assert {key for key, found in static.items() if found is not None} == \
+        {key for key, outcomes in real.items() if outcomes == {True}} == {("moeonly", "Model"), ("moeonly", "IgnoreModel")}
+
+
+def test_the_config_copies_are_read_from_the_framework_source(tmp_path):
+    from dynacheck.deploy.config_copies import read_config_copies
+
+    assert read_config_copies(ROOT / "startfx" / "model_config.py") == {"encoder_only": "encoder_only"}
+    source = (ROOT / "startfx" / "model_config.py").read_text()
+    variants = {
+        # a copy under a branch may not happen; a parameter reassigned first is not the flag
+        "guarded": source.replace("        self.hf_config.encoder_only = encoder_only",
+                                  "        if hf_config:\n            self.hf_config.encoder_only = encoder_only"),
+        "reassigned": source.replace("        self.hf_config = hf_config\n",
+                                     "        self.hf_config = hf_config\n        encoder_only = False\n"),
+        "rebound after": source.replace("        self.hf_config.encoder_only = encoder_only\n",
+                                        "        self.hf_config.encoder_only = encoder_only\n"
+                                        "        self.hf_config = dict(hf_config)\n"),
+        "not from the server args": source.replace("encoder_only=server_args.encoder_only", "encoder_only=True"),
+        "not python": "class ModelConfig(:\n",
+    }
+    for name, text in variants.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.py"
+        path.write_text(text)
+        assert read_config_copies(path) == {}, name
+    view = source.replace("        return ModelConfig(hf_config=hf_config, encoder_only=server_args.encoder_only)",
+                          "        cfg = resolving_view(server_args)\n"
+                          "        return ModelConfig(hf_config=hf_config, encoder_only=cfg.encoder_only)")
+    (tmp_path / "view.py").write_text(view)
+    assert read_config_copies(tmp_path / "view.py") == {"encoder_only": "encoder_only"}
+    assert read_config_copies(tmp_path / "missing.py") == {}
+
+
+def test_hasattr_on_a_scanned_instance_is_decided_only_when_nothing_can_set_the_name(scan_cache, monkeypatch):
+    from dynacheck.static.value_types import Value
+
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    spec = DeploymentSpec(framework=ROOT / "startfx.toml", gpu="sm100", platform="cuda")
+    partial = ScanSession.open(targets, scan_cache).engine(spec)[1].partial
+    static = {(cls, name): partial._has_member(Value("inst", module, cls), name) for module, cls, name in (
+        ("startfx.quant", "MoeOnlyConfig", "ignore"), ("startfx.quant", "ListedIgnoreConfig", "ignore"),
+        ("startfx.quant", "MoeOnlyConfig", "get_quant_method"), ("startfx.quant", "LateIgnoreConfig", "ignore"),
+        ("startfx.layers", "Linear", "ignore"))}
+    quant = _fixture(monkeypatch, "quant")
+    assert static[("MoeOnlyConfig", "ignore")] is hasattr(quant.MoeOnlyConfig(), "ignore") is False
+    assert static[("ListedIgnoreConfig", "ignore")] is hasattr(quant.ListedIgnoreConfig(), "ignore") is True
+    assert static[("MoeOnlyConfig", "get_quant_method")] is True
+    late = quant.LateIgnoreConfig()
+    assert static[("LateIgnoreConfig", "ignore")] is None and not hasattr(late, "ignore")
+    late.set_ignore(("x",))
+    assert hasattr(late, "ignore")  # why it stays undecided
+    assert static[("Linear", "ignore")] is None  # a torch.nn.Module: its base is not scanned
 
 
 def test_the_reason_names_the_layer_its_path_and_the_assert(scan_cache):

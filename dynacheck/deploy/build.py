@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dynacheck.deploy.config_copies import read_config_copies
 from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deployment
 from dynacheck.deploy.runner import framework_file, missing_runner
 from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
@@ -144,6 +145,11 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     elif spec.server_args:
         raise UserError("--server-args needs an SGLang target to read ServerArgs from.",
                         "Add --target sglang==0.5.9 (or the version you run).")
+    config_file = framework_file(roots, facts.get("model_config_file", ""))
+    if config_file is not None and deployment.server_args:
+        deployment.config_copies = {name: deployment.server_args[flag]
+                                    for name, flag in read_config_copies(config_file).items()
+                                    if flag in deployment.server_args}
     deployment.quantization = str(deployment.server_args.get("quantization") or "") \
         or quantization_of(deployment.model_config)
     return deployment

@@ -51,6 +51,8 @@ class Deployment:
     # namespace path parts of the server args (sglang >= 0.5.23: `get_exec().graph.x` is field x)
     server_args_segments: tuple[str, ...] = ()
     model_config: dict[str, Any] = field(default_factory=dict)  # the HF config.json values
+    # HF config fields the framework sets from the server args at start-up (deploy/config_copies.py)
+    config_copies: dict[str, Any] = field(default_factory=dict)
     # without a model config: the model class the walk starts in, its config's only known field (a census cell)
     architecture: str = ""
     quantization: str = ""  # SGLang's quantization method name, e.g. modelopt_fp4

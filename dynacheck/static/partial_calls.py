@@ -19,6 +19,10 @@ from dynacheck.static.partial_values import (
 BUILTIN_CONTAINERS = frozenset({"builtins.dict", "builtins.list", "builtins.tuple", "builtins.str", "builtins.set"})
 
 
+# bases that define no attribute a scanned class's instance could be asked for
+PLAIN_BASES = frozenset({"object", "builtins.object", "abc.ABC", "ABC", "typing.Generic", "Generic"})
+
+
 class CallEvaluation:
     """Calls and Enum classes (a part of PartialEvaluator)."""
 
@@ -176,7 +180,7 @@ class CallEvaluation:
                 if fact is not FACT_UNKNOWN:
                     return known(fact)
                 return unknown(Condition("the torch platform build", scope.module.path, 0, "platform"))
-            return unknown()
+            return self._hasattr(args[0], attr, scope, depth)
         if name in VERSION_PARSERS and len(args) == 1:
             text = self.const(args[0], scope, depth)
             parsed = {release(v) for v in text.values} if text.values is not None else {None}
@@ -198,6 +202,36 @@ class CallEvaluation:
         if name in ("torch.compiler.is_compiling", "torch._dynamo.is_compiling"):
             return unknown(Condition(f"{name}()", scope.module.path, 0, "runtime"))
         return unknown()
+
+    def _hasattr(self, obj_expr: Expr, attr: Known, scope: Scope, depth: int) -> Known:
+        """`hasattr(x, "name")` on instances of scanned classes: True when a class of its MRO defines
+        the name, False when none does and nothing can set it (no method assigns `self.name`, no
+        `setattr` or `__getattr__`, no base outside the scan but `object`/`ABC`), else unknown."""
+        objs = self.const(obj_expr, scope, depth)
+        if objs.values is None or not objs.values or attr.values is None or len(attr.values) != 1:
+            return unknown(*objs.opens)
+        name = next(iter(attr.values))
+        if not isinstance(name, str) or not all(isinstance(v, Ref) and v.value.kind == "inst" for v in objs.values):
+            return unknown(*objs.opens)
+        outs = {self._has_member(v.value, name) for v in objs.values}
+        return known(*outs, opens=objs.opens) if None not in outs else unknown(*objs.opens)
+
+    def _has_member(self, inst: Value, name: str) -> bool | None:
+        classes = self.ev.mro(inst)
+        if any(c.kind != "cls" and c.name not in PLAIN_BASES for c in classes):
+            return None  # a base outside the scan may define it
+        summaries = list(self._class_summaries(inst))
+        if len(summaries) != sum(1 for c in classes if c.kind == "cls"):
+            return None
+        if any(name in summary.attrs or name in summary.methods for summary, _ in summaries):
+            return True
+        for summary, module in summaries:
+            if "__getattr__" in summary.methods or "__getattribute__" in summary.methods:
+                return None
+            for fn in map(module.functions.get, summary.methods.values()):
+                if fn is None or name in fn.self_assigns or any(c.func == ("n", "setattr") for c in fn.calls):
+                    return None
+        return False
 
     def _builtin(self, name: str, args, scope: Scope, depth: int) -> Known:
         if name == "map" and len(args) == 2:

@@ -44,6 +44,8 @@ class MemberEvaluation:
         if obj.kind == "server_args" and name in QUANT_ARGS:
             self.reads |= QUANT_FACT
             return self.dep.server_args.get(name, FACT_UNKNOWN)
+        if obj.kind in (ARCHITECTURE_ONLY.kind, "model_config") and name in self.dep.config_copies:
+            return self.dep.config_copies[name]  # set from a launch flag at start-up, whatever the checkpoint says
         if obj.kind == ARCHITECTURE_ONLY.kind:
             return (ARCHITECTURE,) if name == "architectures" else FACT_UNKNOWN  # read as a name by tests only
         got = obj.get(name)

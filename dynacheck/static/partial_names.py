@@ -138,11 +138,25 @@ class NameEvaluation:
         annotation = fn.param_types.get(name) or fn.annotations.get(name)
         if annotation is not None:
             for part in annotation[1] if annotation[0] == "q" else (annotation,):
-                label = (dotted(part) or "").rpartition(".")[2]
-                obj = self._object(self.dep.object_types.get(label, ""))
+                obj = self._object(self._object_kind(part, scope))
                 if obj is not None:
                     return known(obj)
         return unknown()
+
+    def _object_kind(self, annotation: Expr, scope: Scope) -> str:
+        """The deployment object a parameter annotated `annotation` holds: its class's name or a base's
+        (`config: Qwen3VLConfig`, a PretrainedConfig subclass, is the model config too), or ""."""
+        label = (dotted(annotation) or "").rpartition(".")[2]
+        kind = self.dep.object_types.get(label, "")
+        if kind or not label or not self.dep.object_types:
+            return kind
+        for cls in self.ev.eval(annotation, scope, 1):
+            if cls.kind == "cls":
+                for base in self.ev.mro(cls)[1:]:
+                    kind = self.dep.object_types.get(base.name.rpartition(".")[2], "")
+                    if kind:
+                        return kind
+        return ""
 
     def _object(self, kind: str) -> Obj | None:
         if kind == "server_args" and self.dep.server_args:
@@ -155,8 +169,10 @@ class NameEvaluation:
         if kind == "model_config" and self.dep.model_config:
             fields = tuple(sorted(((k, freeze(v)) for k, v in self.dep.model_config.items()), key=lambda kv: kv[0]))
             return Obj(kind, fields)
-        if kind == "model_config" and self.dep.architecture:
-            return ARCHITECTURE_ONLY  # one object for every model: only comparisons read its architecture
+        if kind == "model_config" and (self.dep.architecture or self.dep.config_copies):
+            # one object for every model: only comparisons read its architecture, and the fields the
+            # framework sets from its launch flags (deploy/config_copies.py) are known
+            return ARCHITECTURE_ONLY
         if kind == "traced_batch" and self.dep.traced_batch:
             return self._traced_batch()
         return None

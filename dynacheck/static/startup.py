@@ -45,6 +45,9 @@ NONE_VALUE = Value("known", name="[None]", items=(None,))  # a parameter bound t
 # allocation label -> the instance whose constructor made it, for the walk down from one model class: a
 # layer built in a closure (`def layer_fn(idx)` inside `__init__`) has a scope that does not name it
 _BUILT_BY: ContextVar[dict] = ContextVar("built_by", default={})
+# (the loader's config, the model class) of the walk in progress: a local reassigned under a test of the
+# config (`if quant_config and hasattr(quant_config, "ignore")`) is decided with the config bound
+_LOADER: ContextVar[tuple] = ContextVar("loader", default=())
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
 def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None:
     """Breadth-first over what the model's constructors surely allocate (`_built`), in their order."""
     queue, seen, built_by = [(model, "self")], set(), {}
-    token = _BUILT_BY.set(built_by)
+    token, loader = _BUILT_BY.set(built_by), _LOADER.set((configs[0], model))
     try:
         while queue and len(seen) < MAX_INSTANCES:
             inst, path = queue.pop(0)
@@ -131,6 +134,7 @@ def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None
         return None
     finally:
         _BUILT_BY.reset(token)
+        _LOADER.reset(loader)
 
 
 def _given_the_config(ev, inst: Value, model: Value) -> bool:
@@ -227,9 +231,12 @@ def _expr_origin(ev, arg, scope: Scope | None, init, param: str, depth: int, mak
         return _expr_origin(ev, arg, scope.parent, init, param, depth, maker)  # a closure: `def layer_fn(idx)`
     if scope.self_cls is None and (maker is None or fn.qualname not in _init_names(ev, maker)):
         return UNKNOWN
-    if name not in fn.params or not _kept(ev, fn, name, scope):
-        return UNKNOWN  # not a parameter, or one replaced by another value
     receiver = evolve(scope.self_cls or maker, kind="inst")
+    if name not in fn.params:
+        kept = _kept_local(ev, fn, name, receiver, scope)
+        return _expr_origin(ev, kept, scope, init, param, depth + 1, maker) if kept is not None else UNKNOWN
+    if not _kept(ev, fn, name, scope):
+        return UNKNOWN  # replaced by another value
     if fn.name != "__init__":
         return _helper_origin(ev, receiver, fn, name, depth)
     owner = _owner_of(ev, receiver, scope.module.module, fn.qualname)
@@ -247,6 +254,31 @@ def _kept(ev, fn, name: str, scope: Scope) -> bool:
         if taken is None or (value[1] if taken else value[2]) != ("n", name):
             return False
     return True
+
+
+def _kept_local(ev, fn, name: str, receiver: Value, scope: Scope):
+    """The one value a local of a constructor holds when every other assignment of it is decided not to
+    run, with the loader's config bound to the parameters that came from the model's `quant_config`
+    (`qkv_quant_config = quant_config`, then `= None` under `if quant_config and hasattr(quant_config,
+    "ignore") and ...`: exaone_moe.py:352-358); else None."""
+    if fn.name != "__init__" or not _LOADER.get():
+        return None
+    config, model = _LOADER.get()
+    owner = _owner_of(ev, receiver, scope.module.module, fn.qualname)
+    plain, others = [], []
+    for value, (guards, in_loop) in zip(fn.assigns.get(name, ()), fn.assign_guards.get(name, ())):
+        (others if guards or in_loop else plain).append((value, guards))
+    if len(plain) != 1 or owner is None:
+        return None
+    for value, guards in others:
+        tests = tuple(guards)
+        bindings = _bindings(ev, receiver, owner, fn, ("n", "None"), tests, config, model)
+        if bindings is None:
+            return None
+        decided = _init_scope(ev, receiver, owner, fn, bindings)
+        if not any(_surely(ev, test, not taken, decided) for test, taken, _ in tests):
+            return None
+    return plain[0][0]
 
 
 def _helper_origin(ev, receiver: Value, fn, name: str, depth: int):
