@@ -150,13 +150,18 @@ class NameEvaluation:
         kind = self.dep.object_types.get(label, "")
         if kind or not label or not self.dep.object_types:
             return kind
-        for cls in self.ev.eval(annotation, scope, 1):
-            if cls.kind == "cls":
-                for base in self.ev.mro(cls)[1:]:
-                    kind = self.dep.object_types.get(base.name.rpartition(".")[2], "")
-                    if kind:
-                        return kind
-        return ""
+        key = ("object kind", id(annotation), scope.module.module)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is annotation:
+            return hit[1]
+        saved, self.reads = self.reads, 0
+        kinds = [self.dep.object_types.get(base.name.rpartition(".")[2], "")
+                 for cls in self.ev.eval(annotation, scope, 1) if cls.kind == "cls" for base in self.ev.mro(cls)[1:]]
+        kind = next(filter(None, kinds), "")
+        got, self.reads = self.reads, saved | self.reads
+        if not got:  # a class bound under a fact is asked again after a fork
+            self._memo[key] = (annotation, kind, 0)
+        return kind
 
     def _object(self, kind: str) -> Obj | None:
         if kind == "server_args" and self.dep.server_args:
