@@ -249,6 +249,17 @@ def test_views_link_cells_to_chain_and_fix():
     assert render.what_breaks_most(data)["fix"] == [("m.f", 1)]
 
 
+def test_the_html_page_says_what_a_cell_and_n_a_mean_and_lists_each_reason_once():
+    data = _data()
+    data["not_applicable"].append({"model": "A", "deployment": "q/sm3", "reason": "no quant_config"})
+    data["errors"].append({"model": "B", "deployment": "q/sm1", "reason": "walk failed at `x.py:3` <here>"})
+    page, md = render.to_html(data), render.markdown(data)
+    assert "<code>n/a</code>: nothing is compiled there" in page and "`n/a`: nothing is compiled there" in md
+    assert page.count("<li>A: no quant_config</li>") == 1 and md.count("- A: no quant_config") == 1
+    # reasons are escaped, their code spans kept
+    assert "<li>B: walk failed at <code>x.py:3</code> &lt;here&gt;</li>" in page
+
+
 @pytest.mark.wheels
 def test_glm5_nvfp4_sm120_cell(pinned_targets, scan_cache):
     """The seed's cell: GB0007 on flashinfer's CUDA version probe, fixed at fp4_quantize; on sm100

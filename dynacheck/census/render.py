@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -83,14 +84,7 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
     out = [f"# Dynamo break census: {', '.join(data['targets'])}", ""]
     if command:
         out += ["Made with:", "", f"    {command}", ""]
-    out += ["Each cell: unconditional fatal sites on that deployment, then the GB id of the first break "
-            "Dynamo meets in trace order (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
-            "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, the piecewise runner "
-            "compiles nothing for the class (a draft-only class, no `.model` or no `.layers`: each reason says what "
-            "this release's runner does), the deployment does not start, or the model does not start on it (a layer "
-            "its constructors build cannot be built with the checkpoint's quant config); reasons at the end. "
-            "Details per cell below and in the JSON.",
-            ""] + _summary_lines(data)
+    out += [_LEGEND, ""] + _summary_lines(data)
     if _all_refused(data):
         return "\n".join(out + ["", _ALL_REFUSED]) + "\n"
     out += ["", "## What breaks most", ""]
@@ -127,13 +121,30 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
         out.append("")
     if data["not_applicable"] or data["errors"]:
         out += ["## Not applicable / not walked", ""]
-        seen = {(item["model"], reason) for reason in refusals(data) for item in data["not_applicable"]}
-        for item in data["not_applicable"] + data["errors"]:
-            key = (item["model"], item["reason"])
-            if key not in seen:
-                seen.add(key)
-                out.append(f"- {item['model']}: {item['reason']}")
+        out += [f"- {model}: {reason}" for model, reason in _reasons(data)]
     return "\n".join(out) + "\n"
+
+
+_LEGEND = ("Each cell: unconditional fatal sites on that deployment, then the GB id of the first break "
+           "Dynamo meets in trace order (`fatal` = a fatal site without a Dynamo id, e.g. a data-dependent "
+           "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, the piecewise runner "
+           "compiles nothing for the class (a draft-only class, no `.model` or no `.layers`: each reason says what "
+           "this release's runner does), the deployment does not start, or the model does not start on it (a layer "
+           "its constructors build cannot be built with the checkpoint's quant config); reasons at the end. "
+           "Details per cell below and in the JSON.")
+
+
+def _reasons(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(model, reason) of each n/a record and walk error, once each; a deployment the framework refuses is
+    said once in the summary, not per model."""
+    seen = {(item["model"], reason) for reason in refusals(data) for item in data["not_applicable"]}
+    out = []
+    for item in data["not_applicable"] + data["errors"]:
+        key = (item["model"], item["reason"])
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
 
 
 _CSS = ("body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
@@ -149,6 +160,7 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
            f"<h1>Dynamo break census: {esc(', '.join(data['targets']))}</h1>"]
     if command:
         out.append(f"<p>Made with <code>{esc(command)}</code></p>")
+    out.append(f"<p>{_code_spans(esc(_LEGEND))}</p>")
     out.append("<ul>" + "".join(f"<li>{esc(line[2:])}</li>" for line in _summary_lines(data)) + "</ul>")
     if _all_refused(data):
         return "\n".join(out + [f"<p>{esc(_ALL_REFUSED)}</p>"]) + "\n"
@@ -190,7 +202,15 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
         out.append(f"<details id='{esc(_anchor(item['model'], item['deployment']))}'><summary>"
                    f"{esc(item['model'])} x {esc(item['deployment'])}: {esc(cell_text(item))}</summary>"
                    + "".join(body) + "</details>")
+    if data["not_applicable"] or data["errors"]:
+        out.append("<h2>Not applicable / not walked</h2><ul>" + "".join(
+            f"<li>{esc(model)}: {_code_spans(esc(reason))}</li>" for model, reason in _reasons(data)) + "</ul>")
     return "\n".join(out) + "\n"
+
+
+def _code_spans(text: str) -> str:
+    """`x` in escaped text as <code>x</code> (the reasons and the legend are written for markdown)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
 
 
 def to_json(data: dict[str, Any]) -> str:
