@@ -596,3 +596,25 @@ def test_the_model_list_is_stored_and_read_again_only_when_a_file_it_read_change
     (root / "sglang" / "srt" / "models" / "extra.py").write_text(
         "class ExtraForCausalLM:\n    def forward(self, x):\n        return x\nEntryClass = ExtraForCausalLM\n")
     assert "ExtraForCausalLM" in {m.name for m in registered_models(root, cache=cache)} and parses  # a new file
+
+
+def test_a_cell_counts_sites_not_the_chains_that_reach_them():
+    """Up to five chains are kept per site; the cell's counts are of `file:line` sites, as the fix plan's."""
+    from dynacheck.census.run import cell_record
+    from dynacheck.fixes.plan import fix_plan
+    from dynacheck.model import Condition, Finding, Fix, Hop, Outcome, ScanResult, Site
+
+    def finding(line: int, via: str, gb: str = "GB0007", condition: bool = False) -> Finding:
+        site = Site("lib/m.py", line, "lib.m.f", "subprocess.run", "subprocess.run([])")
+        return Finding("DC001", "t", "error", site, (Hop(via, "m.py", 1, "entry"),),
+                       Outcome("graph_break", gb, fatal_under_fullgraph=True), (Fix("custom_op", "lib.m.f", "wrap"),),
+                       conditions=(Condition("config.x", "", 0, "config"),) if condition else ())
+
+    findings = (finding(3, "m.a"), finding(3, "m.b"), finding(3, "m.c", condition=True),  # one site, three chains
+                finding(9, "m.loop", gb="GB7000"),  # a layer loop's fallback: a site of its own
+                finding(5, "m.a", condition=True), finding(5, "m.b", condition=True))  # one site, under a condition
+    record = cell_record(ScanResult(targets=(), entries=("m:forward",), findings=findings,
+                                    fix_plan=fix_plan(findings)))
+    assert (record["fatal_sites"], record["conditional_sites"]) == (2, 1)
+    assert record["fix"]["fatal_sites"] == record["fatal_sites"]  # counted alike: the fix clears every one
+    assert record["first_break"] is None and record["first_fixed"]["line"] == 3  # never the loop's fallback

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from dynacheck.census.run import _fatal, _order_key, _site
+from dynacheck.census.run import _fatal, _order_key, _site, site_counts
 from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError
 from dynacheck.model import Target
@@ -59,8 +59,9 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
             continue
         fatal = _fatal(result.findings)
         first = min(fatal, key=_order_key) if fatal else None
-        records.append({"function": entry, "safe": not fatal, "fatal_sites": len(fatal),
-                        "conditional_sites": sum(1 for f in result.findings if not f.unconditional),
+        fatal_sites, conditional_sites = site_counts(result.findings)
+        records.append({"function": entry, "safe": not fatal, "fatal_sites": fatal_sites,
+                        "conditional_sites": conditional_sites,
                         "first_break": _site(first),
                         "fix": result.fix_plan[0].to_dict() if result.fix_plan else None})
         if progress and i % 10 == 0:

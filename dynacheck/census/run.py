@@ -59,6 +59,18 @@ def _fatal(findings: Sequence[Finding]) -> list[Finding]:
             and f.outcome.gb_id != "GB7000"]
 
 
+def site_counts(findings: Sequence[Finding]) -> tuple[int, int]:
+    """(fatal, conditional) distinct sites, a site being a `file:line` as the fix plan counts them. A
+    finding is one chain to a site (up to five ways in are kept per site), so counting findings counted a
+    site once per chain. Fatal: one that stops a fullgraph compile on every path (a layer loop's GB7000
+    fallback included, as the fix plan that clears it counts it). Conditional: a site that only chains
+    under an open condition reach."""
+    fatal = {(f.site.file, f.site.line) for f in findings if f.unconditional and f.outcome.fatal_under_fullgraph}
+    unconditional = {(f.site.file, f.site.line) for f in findings if f.unconditional}
+    conditional = {(f.site.file, f.site.line) for f in findings if not f.unconditional} - unconditional
+    return len(fatal), len(conditional)
+
+
 def first_fixed(findings: Sequence[Finding], plan: Sequence[PlanEntry]) -> Finding | None:
     """The first break (program order) that the cell's first fix clears: the break to read
     beside the fix. Without a fix plan, the first fatal site."""
@@ -96,10 +108,10 @@ def cell_record(result: ScanResult) -> dict[str, Any]:
     """What a census keeps of one scan."""
     findings = result.findings
     plan = result.fix_plan
-    fatal = _fatal(findings)
+    fatal_sites, conditional_sites = site_counts(findings)
     return {
-        "fatal_sites": sum(1 for f in findings if f.unconditional and f.outcome.fatal_under_fullgraph),
-        "conditional_sites": sum(1 for f in findings if not f.unconditional),
+        "fatal_sites": fatal_sites,
+        "conditional_sites": conditional_sites,
         "first_break": _trace_first(result),
         "first_fixed": _site(first_fixed(findings, plan)),
         "fix": plan[0].to_dict() if plan else None,
