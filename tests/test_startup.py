@@ -225,3 +225,32 @@ def test_a_census_lists_a_model_that_does_not_start_as_not_applicable(pinned_tar
     assert reason.startswith("LlamaForCausalLM does not start on this deployment")
     assert "sglang/srt/layers/linear.py:330" in reason
     assert census.stats["scans"] == 3  # a forward no class of which starts is not walked (Llama's on mxfp4)
+
+
+def test_locals_handed_to_each_other_in_a_ring_give_no_origin_and_no_crash(scan_cache, tmp_path):
+    import shutil
+
+    root = tmp_path / "startup"
+    shutil.copytree(ROOT, root)
+    model = root / "startfx" / "model.py"
+    model.write_text(model.read_text() + '''
+
+class RingAttention(torch.nn.Module):
+    def __init__(self, quant_config=None):
+        super().__init__()
+        x = y
+        y = x
+        self.proj = Linear(8, quant_config=x)
+
+
+class RingModel(torch.nn.Module):
+    def __init__(self, config, quant_config=None, prefix: str = ""):
+        super().__init__()
+        self.attn = RingAttention(quant_config=quant_config)
+''')
+    targets = [resolve_target(str(root), cache_dir=scan_cache)]
+    spec = DeploymentSpec(framework=root / "startfx.toml", gpu="sm100", platform="cuda",
+                          server_args="--quantization moeonly")
+    evaluator = ScanSession.open(targets, scan_cache).engine(spec)[1]
+    assert model_unbuildable(evaluator, "startfx.model", "RingModel") is None  # unknown never fails an assert
+    assert model_unbuildable(evaluator, "startfx.model", "Model") is not None  # the same session still reads

@@ -220,6 +220,8 @@ def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
 
 def _expr_origin(ev, arg, scope: Scope | None, init, param: str, depth: int, maker: Value | None = None):
     """`maker`: the instance whose constructor made the allocation, when known (`_BUILT_BY`)."""
+    if depth > 24:  # locals handed to each other in a ring (`x = y`, `y = x`): no origin
+        return UNKNOWN
     if arg is None:  # not passed: the default
         return NONE if init.defaults.get(param) == ("n", "None") else UNKNOWN
     if arg == ("n", "None"):
