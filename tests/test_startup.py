@@ -254,3 +254,22 @@ class RingModel(torch.nn.Module):
     evaluator = ScanSession.open(targets, scan_cache).engine(spec)[1]
     assert model_unbuildable(evaluator, "startfx.model", "RingModel") is None  # unknown never fails an assert
     assert model_unbuildable(evaluator, "startfx.model", "Model") is not None  # the same session still reads
+
+
+def test_a_start_up_check_that_fails_is_a_problem_and_the_scan_goes_on(scan_cache, monkeypatch):
+    import dynacheck.static.scan as scan
+
+    def broken(*_):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    spec = DeploymentSpec(framework=ROOT / "startfx.toml", gpu="sm100", platform="cuda",
+                          server_args="--quantization moeonly", architecture="Model")
+    whole = scan_roots([ROOT], ["startfx.model:Model.forward"], cache_dir=scan_cache, deployment=spec)
+    monkeypatch.setattr(scan, "_does_not_start", broken)
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    result = scan_targets(targets, ["startfx.model:Model.forward"], None, cache_dir=scan_cache, deployment=spec,
+                          reuse=False)  # not the answer the first scan stored
+    kinds = [p.kind for p in result.problems]
+    assert "startup_check_failed" in kinds and "does_not_start" not in kinds
+    assert "RecursionError" in next(p.message for p in result.problems if p.kind == "startup_check_failed")
+    assert [f.fingerprint for f in result.findings] == [f.fingerprint for f in whole.findings]

@@ -129,7 +129,13 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         problems.append(Problem("runner_missing", "", f"{facts.runner_missing}: the batch that runner traces "
                                 "with and the globals it sets while compiling are not assumed"))
     if single:  # a census says it per cell (census/run.py)
-        stopped = _does_not_start(facts, evaluator, locator)
+        try:
+            stopped = _does_not_start(facts, evaluator, locator)
+        except (Exception, RecursionError) as exc:  # noqa: BLE001 - the check is extra: the scan goes on
+            stopped = ""
+            if not any(p.kind == "startup_check_failed" for p in problems):
+                problems.append(Problem("startup_check_failed", "", f"whether the model starts was not worked out "
+                                        f"({type(exc).__name__}: {exc}); the findings do not depend on it"))
         if stopped and not any(p.kind == "does_not_start" for p in problems):
             problems.append(Problem("does_not_start", "", f"{stopped}: the findings below are for a server that "
                                     "does not come up on this deployment"))
