@@ -19,7 +19,7 @@ from dynacheck.static.startup import model_unbuildable
 from dynacheck.static.summary import summarize
 
 ROOT = Path(__file__).parent / "fixtures" / "startup"
-MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel")
+MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel", "AttrModel")
 QUANTIZATIONS = ("", "full", "moeonly")
 CHECKPOINTS = ({}, {"use_proj": True})  # the fixture's config dicts: MaybeModel builds its layer on the second
 
@@ -72,7 +72,8 @@ def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_
     real = _built_for_real(monkeypatch)
     claimed = {key for key, found in static.items() if found is not None}
     always_fails = {key for key, outcomes in real.items() if outcomes == {True}}
-    assert claimed == always_fails == {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "EncoderModel")}
+    assert claimed == always_fails == {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "EncoderModel"),
+                                       ("moeonly", "AttrModel")}
     # MaybeModel fails only on a checkpoint that asks for its layer: a static reading claims nothing there
     assert real[("moeonly", "MaybeModel")] == {True, False} and static[("moeonly", "MaybeModel")] is None
 
@@ -82,7 +83,8 @@ def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan
     real = _built_for_real(monkeypatch, encoder_only=True)
     assert real[("moeonly", "EncoderModel")] == {False} and static[("moeonly", "EncoderModel")] is None
     assert {key for key, found in static.items() if found is not None} == \
-        {key for key, outcomes in real.items() if outcomes == {True}} == {("moeonly", "Model"), ("moeonly", "IgnoreModel")}
+        {key for key, outcomes in real.items() if outcomes == {True}} == \
+        {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "AttrModel")}
 
 
 def test_the_config_copies_are_read_from_the_framework_source(tmp_path):

@@ -147,7 +147,7 @@ def _given_the_config(ev, inst: Value, model: Value) -> bool:
     top = ("top", (model.module, model.name), LOADER_PARAM)
     for param in init.params[1:]:
         arg = _argument(inst.expr, init, param)
-        if arg is not None and arg[0] == "n" and arg[1] != "None" and _origin(ev, inst, owner, param, 0) == top:
+        if arg is not None and arg != ("n", "None") and _plain(arg) and _origin(ev, inst, owner, param, 0) == top:
             return True
     return False
 
@@ -226,6 +226,9 @@ def _expr_origin(ev, arg, scope: Scope | None, init, param: str, depth: int, mak
         return NONE if init.defaults.get(param) == ("n", "None") else UNKNOWN
     if arg == ("n", "None"):
         return NONE
+    if scope is not None and scope.function is not None and _plain(arg) and arg[0] == "a":
+        kept = _kept_attribute(ev, scope, arg[2])
+        return _expr_origin(ev, kept, scope, init, param, depth + 1, maker) if kept is not None else UNKNOWN
     if arg[0] != "n" or scope is None or scope.function is None:
         return UNKNOWN
     name, fn = arg[1], scope.function
@@ -256,6 +259,28 @@ def _kept(ev, fn, name: str, scope: Scope) -> bool:
         if taken is None or (value[1] if taken else value[2]) != ("n", name):
             return False
     return True
+
+
+def _plain(arg) -> bool:
+    """A name, or `self.name`: what the origin of an argument is followed through."""
+    return bool(arg) and (arg[0] == "n" or (arg[0] == "a" and arg[1] == ("n", "self")))
+
+
+def _kept_attribute(ev, scope: Scope, attr: str):
+    """What `self.attr` holds in the constructor running in `scope`: its one assignment there, unguarded,
+    when no method of the class or its bases assigns it anywhere else (`self.quant_config = quant_config`
+    then `SolarModel(quant_config=self.quant_config)`, models/solar.py:427-431); else None."""
+    fn = scope.function
+    if fn.name != "__init__" or scope.self_cls is None:
+        return None
+    values, guards = fn.self_assigns.get(attr, ()), fn.self_assign_guards.get(attr, ())
+    if len(values) != 1 or guards[0] or not values[0] or values[0][0] != "n":
+        return None
+    assigning = [f for cls in ev.mro(scope.self_cls) if cls.kind == "cls"
+                 for summary in [ev.index.klass(cls.module, cls.name)] if summary is not None
+                 for module in [ev.index.module(cls.module)] if module is not None
+                 for f in map(module.functions.get, summary.methods.values()) if f is not None and attr in f.self_assigns]
+    return values[0] if assigning == [fn] else None
 
 
 def _kept_local(ev, fn, name: str, receiver: Value, scope: Scope):
