@@ -48,11 +48,7 @@ def _copies(tree: ast.Module, class_name: str) -> dict[str, str]:
     if init is None or factory is None:
         return {}
     passed = _server_fields_passed(factory, class_name)
-    copies = {}
-    for field, param in _copied_params(init).items():
-        if param in passed:
-            copies[field] = passed[param]
-    return copies
+    return {field: passed[param] for field, param in _copied_params(init).items() if param in passed}
 
 
 def _copied_params(init: ast.FunctionDef) -> dict[str, str]:

@@ -154,12 +154,11 @@ class NameEvaluation:
         hit = self._memo.get(key)
         if hit is not None and hit[0] is annotation:
             return hit[1]
-        saved, self.reads = self.reads, 0
+        saved = self.ev.reads_begin()
         kinds = [self.dep.object_types.get(base.name.rpartition(".")[2], "")
                  for cls in self.ev.eval(annotation, scope, 1) if cls.kind == "cls" for base in self.ev.mro(cls)[1:]]
         kind = next(filter(None, kinds), "")
-        got, self.reads = self.reads, saved | self.reads
-        if not got:  # a class bound under a fact is asked again after a fork
+        if not self.ev.reads_end(saved):  # a class bound under a fact is asked again after a fork
             self._memo[key] = (annotation, kind, 0)
         return kind
 

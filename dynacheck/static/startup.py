@@ -276,9 +276,7 @@ def _kept_attribute(ev, scope: Scope, attr: str):
     values, guards = fn.self_assigns.get(attr, ()), fn.self_assign_guards.get(attr, ())
     if len(values) != 1 or guards[0] or not values[0] or values[0][0] != "n":
         return None
-    assigning = [f for cls in ev.mro(scope.self_cls) if cls.kind == "cls"
-                 for summary in [ev.index.klass(cls.module, cls.name)] if summary is not None
-                 for module in [ev.index.module(cls.module)] if module is not None
+    assigning = [f for summary, module in ev.partial._class_summaries(scope.self_cls)
                  for f in map(module.functions.get, summary.methods.values()) if f is not None and attr in f.self_assigns]
     return values[0] if assigning == [fn] else None
 
@@ -297,13 +295,12 @@ def _kept_local(ev, fn, name: str, receiver: Value, scope: Scope):
         (others if guards or in_loop else plain).append((value, guards))
     if len(plain) != 1 or owner is None:
         return None
-    for value, guards in others:
-        tests = tuple(guards)
-        bindings = _bindings(ev, receiver, owner, fn, ("n", "None"), tests, config, model)
+    for _, guards in others:
+        bindings = _bindings(ev, receiver, owner, fn, ("n", "None"), guards, config, model)
         if bindings is None:
             return None
         decided = _init_scope(ev, receiver, owner, fn, bindings)
-        if not any(_surely(ev, test, not taken, decided) for test, taken, _ in tests):
+        if not any(_surely(ev, test, not taken, decided) for test, taken, _ in guards):
             return None
     return plain[0][0]
 
