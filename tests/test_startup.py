@@ -19,9 +19,14 @@ from dynacheck.static.startup import model_unbuildable
 from dynacheck.static.summary import summarize
 
 ROOT = Path(__file__).parent / "fixtures" / "startup"
-MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel", "AttrModel")
+MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel", "AttrModel",
+          "PickedModel", "MixedPickModel", "EitherModel", "HalfModel", "KeptLocalModel", "SwapModel", "SwappedModel")
 QUANTIZATIONS = ("", "full", "moeonly")
-CHECKPOINTS = ({}, {"use_proj": True})  # the fixture's config dicts: MaybeModel builds its layer on the second
+# the fixture's config dicts: MaybeModel builds its layer on the second; the third picks PickedModel's other class
+CHECKPOINTS = ({}, {"use_proj": True}, {"kind": "proj"})
+# every way these are built fails with `moeonly` (startup_branches.py; SwapModel: startup._kept_local)
+EVERY_WAY = {("moeonly", "PickedModel"), ("moeonly", "EitherModel"), ("moeonly", "KeptLocalModel"),
+             ("moeonly", "SwapModel")}
 
 
 def _static(scan_cache, flags: str = "") -> dict[tuple[str, str], object]:
@@ -73,9 +78,10 @@ def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_
     claimed = {key for key, found in static.items() if found is not None}
     always_fails = {key for key, outcomes in real.items() if outcomes == {True}}
     assert claimed == always_fails == {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "EncoderModel"),
-                                       ("moeonly", "AttrModel")}
-    # MaybeModel fails only on a checkpoint that asks for its layer: a static reading claims nothing there
-    assert real[("moeonly", "MaybeModel")] == {True, False} and static[("moeonly", "MaybeModel")] is None
+                                       ("moeonly", "AttrModel")} | EVERY_WAY
+    # these fail only on a checkpoint that asks for the failing layer: a static reading claims nothing there
+    for name in ("MaybeModel", "MixedPickModel", "HalfModel"):
+        assert real[("moeonly", name)] == {True, False} and static[("moeonly", name)] is None, name
 
 
 def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan_cache, monkeypatch):
@@ -84,7 +90,7 @@ def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan
     assert real[("moeonly", "EncoderModel")] == {False} and static[("moeonly", "EncoderModel")] is None
     assert {key for key, found in static.items() if found is not None} == \
         {key for key, outcomes in real.items() if outcomes == {True}} == \
-        {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "AttrModel")}
+        {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "AttrModel")} | EVERY_WAY
 
 
 def test_the_config_copies_are_read_from_the_framework_source(tmp_path):
@@ -275,3 +281,17 @@ def test_a_start_up_check_that_fails_is_a_problem_and_the_scan_goes_on(scan_cach
     assert "startup_check_failed" in kinds and "does_not_start" not in kinds
     assert "RecursionError" in next(p.message for p in result.problems if p.kind == "startup_check_failed")
     assert [f.fingerprint for f in result.findings] == [f.fingerprint for f in whole.findings]
+
+
+def test_a_model_that_fails_every_way_names_where_its_checkpoint_chooses(scan_cache):
+    """The reason says where the checkpoint's config picks what is built, when every pick fails; a layer
+    built whichever way a test goes (KeptLocalModel's factory call) names no choice."""
+    static = _static(scan_cache)
+    picked, either, kept = (static[("moeonly", name)] for name in ("PickedModel", "EitherModel", "KeptLocalModel"))
+    assert picked.choice == "self.layers[]" and picked.path in ("self.layers[].attn.proj", "self.layers[].proj")
+    assert either.choice == "self" and either.path in ("self.proj", "self.attn.proj")
+    assert kept.choice == "" and kept.path == "self.layers[].proj"
+    text = picked.reason("PickedModel", "startfx/layers.py")
+    assert "the checkpoint's config picks what `self.layers[]` builds, and each pick builds a layer" in text
+    assert "picks what EitherModel.__init__ builds" in either.reason("EitherModel", "startfx/layers.py")
+    assert "picks" not in kept.reason("KeptLocalModel", "startfx/layers.py")

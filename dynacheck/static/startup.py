@@ -60,11 +60,17 @@ class Unbuildable:
     config: str  # the quantization config class the loader builds
     file: str  # where the assert is
     line: int
+    # where the checkpoint's config chooses what is built, when every choice fails (startup_branches.py)
+    choice: str = ""
 
     def reason(self, model: str, where: str) -> str:
-        return (f"{model} does not start on this deployment: {self.layer}.__init__ asserts "
+        text = (f"{model} does not start on this deployment: {self.layer}.__init__ asserts "
                 f"`self.{self.attr} is not None` ({where}:{self.line}), and it is None for the layer at "
                 f"`{self.path}`, which {model} builds with the {self.config} it is given as quant_config")
+        if self.choice:
+            what = f"{model}.__init__" if self.choice == "self" else f"`{self.choice}`"
+            text += f"; the checkpoint's config picks what {what} builds, and each pick builds a layer that fails this way"
+        return text
 
 
 def model_class_module(locator, package: str, name: str) -> str:
@@ -131,7 +137,11 @@ def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None
                 if failure is not None:
                     return failure
                 queue.append((made, where))
-        return None
+        if queue:
+            return None  # the budget ran out: no claim
+        from dynacheck.static.startup_branches import failing_every_way  # it reads this module's helpers
+
+        return failing_every_way(ev, model, configs)
     finally:
         _BUILT_BY.reset(token)
         _LOADER.reset(loader)
@@ -302,7 +312,14 @@ def _kept_local(ev, fn, name: str, receiver: Value, scope: Scope):
         decided = _init_scope(ev, receiver, owner, fn, bindings)
         if not any(_surely(ev, test, not taken, decided) for test, taken, _ in guards):
             return None
-    return plain[0][0]
+    value = plain[0][0]
+    if value and value[0] == "if":  # `None if quant_config and quant_config.get_name() == "modelopt_fp4" else
+        # quant_config` (qwen3_5.py:322-326): the branch the test takes with the loader's config bound
+        bindings = _bindings(ev, receiver, owner, fn, value, (), config, model)
+        decided = _init_scope(ev, receiver, owner, fn, bindings) if bindings is not None else None
+        taken = next((t for t in (True, False) if decided is not None and _surely(ev, value[3], t, decided)), None)
+        return None if taken is None else value[1] if taken else value[2]
+    return value
 
 
 def _helper_origin(ev, receiver: Value, fn, name: str, depth: int):
