@@ -202,6 +202,15 @@ def test_sglang_mxfp4_on_cuda_stops_models_that_hand_their_quant_config_to_linea
     assert check("mxfp4/sm90", "sglang.srt.models.gpt_oss", "GptOssForCausalLM") is None
     assert check("fp8/sm90", "sglang.srt.models.llama", "LlamaForCausalLM") is None
     assert check("bf16/sm90", "sglang.srt.models.llama", "LlamaForCausalLM") is None
+    # every layer class `ALL_DECODER_LAYER_TYPES[config.layers_block_type[idx]]` can give fails
+    # (qwen3_next.py:800-803, 826); fp8 builds them all
+    nxt = check("mxfp4/sm90", "sglang.srt.models.qwen3_next", "Qwen3NextForCausalLM")
+    assert nxt is not None and nxt.choice == "self.model.layers[]" and nxt.line == 330
+    assert check("fp8/sm90", "sglang.srt.models.qwen3_next", "Qwen3NextForCausalLM") is None
+    # the gate projections a layer factory builds into a local, kept in either isinstance branch
+    # (iquest_loopcoder.py:339-353)
+    loop = check("mxfp4/sm90", "sglang.srt.models.iquest_loopcoder", "IQuestLoopCoderForCausalLM")
+    assert loop is not None and loop.path == "self.model.gate_projections[].gate_proj" and not loop.choice
 
 
 @pytest.mark.wheels
