@@ -39,6 +39,9 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         self._low = NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)
         self.reads = 0  # the facts (facts.GPU_FACT...) read by the evaluation in progress, see _open_frame
+        # how many answers so far were cut short by where they were asked (a depth limit, or a recursion
+        # guard of the value evaluator): an unknown computed with none inside is the question's own answer
+        self.cuts = 0
         # (op, constant) tests of a census cell's architecture since its evaluator last dropped what read it
         self.architecture_tests: set[tuple] = set()
 
@@ -173,6 +176,7 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
 
     def const(self, expr: Expr, scope: Scope, depth: int) -> Known:
         if depth > MAX_DEPTH or not expr:
+            self.cuts += bool(expr)
             return unknown()
         kind = expr[0]
         handler = _HANDLERS.get(kind)

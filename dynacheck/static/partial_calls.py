@@ -96,6 +96,7 @@ class CallEvaluation:
             if name in summary.params:
                 bound[name] = value
         if depth > MAX_DEPTH and bound:
+            self.cuts += 1
             return unknown()
         # the receiver is part of the question when `self` is not bound: `self.allow_reduce_scatter` in one
         # LayerCommunicator (BailingMoE's, True) is not another's (Bailing V2.5's, False)
@@ -108,7 +109,7 @@ class CallEvaluation:
         if key in self._active:
             self._cut(key)
             return unknown()
-        frame, opened = self._push(key), self._open_frame()
+        frame, opened, cuts = self._push(key), self._open_frame(), self.cuts
         try:
             # a call has one answer wherever it is asked, as its memo entry says: the depth limit starts
             # again inside it (recursion is cut by `_active`), so a deep first ask does not cut it to
@@ -119,8 +120,8 @@ class CallEvaluation:
         finally:
             del self._active[key]
         got = self._close_frame(opened, frame)
-        if got is not None and (result.values is not None or result.opens):
-            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
+        if got is not None and (result.values is not None or result.opens or self.cuts == cuts):
+            self._memo[key] = (result, got)  # an unknown cut short where it was asked is not kept
         return result
 
     def _returns(self, func: Value, summary, bound: dict[str, Known], depth: int) -> Known:

@@ -129,7 +129,7 @@ class MemberEvaluation:
         if key in self._active:
             self._cut(key)
             return NOTHING
-        frame, opened = self._push(key), self._open_frame()
+        frame, opened, cuts = self._push(key), self._open_frame(), self.cuts
         parts: list[Known] = []
         try:
             for summary, module in self._class_summaries(inst):
@@ -149,8 +149,8 @@ class MemberEvaluation:
             del self._active[key]
         result = merge(parts) if parts else Known(None)
         got = self._close_frame(opened, frame)
-        if got is not None and (result.values is not None or result.opens):
-            # an unknown with no open fact may come from a cut in the evaluator
+        if got is not None and (result.values is not None or result.opens or self.cuts == cuts):
+            # an unknown cut short where it was asked (a depth limit, the value evaluator's recursion guard) is not kept
             self._memo[key] = (inst.expr, inst.scope, result, got)
         return result
 

@@ -220,14 +220,14 @@ class NameEvaluation:
         if key in self._active:
             self._cut(key)
             return NOTHING
-        frame, opened = self._push(key), self._open_frame()
+        frame, opened, cuts = self._push(key), self._open_frame(), self.cuts
         try:
             result = self._global(module, name, depth)
         finally:
             del self._active[key]
         got = self._close_frame(opened, frame)
-        if got is not None and (result.values is not None or result.opens):
-            self._memo[key] = (result, got)  # an unknown with no open fact may come from a cut in the evaluator
+        if got is not None and (result.values is not None or result.opens or self.cuts == cuts):
+            self._memo[key] = (result, got)  # an unknown cut short where it was asked is not kept
         return result
 
     def _global(self, module: str, name: str, depth: int) -> Known:

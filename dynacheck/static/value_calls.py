@@ -61,6 +61,7 @@ class CallValues:
             self.partial.reads |= cached[1]
             return list(cached[0])
         if key in self._active:
+            self.partial.cuts += 1
             return [UNKNOWN]
         self._active.add(key)
         saved = self.reads_begin()

@@ -181,6 +181,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
 
     def eval(self, expr: Expr, scope: Scope, depth: int = 0) -> list[Value]:
         if depth > MAX_DEPTH or not expr:
+            self.partial.cuts += bool(expr)  # an answer cut short by where it was asked (PartialEvaluator.cuts)
             return [UNKNOWN]
         kind = expr[0]
         handler = _HANDLERS.get(kind)
@@ -256,6 +257,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
             return [Value("cls", scope.module.module, value_expr[1], m.VIA_LOCAL)]
         key = (id(scope.function), id(value_expr))
         if key in self._active:
+            self.partial.cuts += 1
             return [UNKNOWN]
         self._active.add(key)
         try:
@@ -302,6 +304,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
                 qualname, expr = binding.value
                 scope = self.function_scope(Value("func", module, qualname))
                 key = ("global", module, name, binding.line)
+                self.partial.cuts += key in self._active
                 if scope is not None and key not in self._active:
                     self._active.add(key)
                     try:
@@ -311,7 +314,8 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
             else:
                 key = ("global", module, name, binding.line)
                 if key in self._active:
-                            continue
+                    self.partial.cuts += 1
+                    continue
                 self._active.add(key)
                 try:
                     scope = self.module_scope(module)
@@ -376,6 +380,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         kind = base.kind
         if kind == "mod":
             if depth > MAX_DEPTH:
+                self.partial.cuts += 1
                 return [UNKNOWN]
             return [evolve(v, confidence=weaker(v.confidence, base.confidence))
                     for v in self.global_value(base.name, attr, depth + 1)]
