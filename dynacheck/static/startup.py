@@ -120,18 +120,19 @@ def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
 
 def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None:
     """Breadth-first over what the model's constructors surely allocate (`_built`), in their order."""
-    queue, seen, built_by = [(model, "self")], set(), {}
+    queue, seen, built_by = [(model, "self")], {}, {}  # seen: allocation label -> given the config
+    made_by: dict[tuple, list] = {}  # (allocation label, id of the assigned expression) -> what it makes
     token, loader = _BUILT_BY.set(built_by), _LOADER.set((configs[0], model))
     try:
         while queue and len(seen) < MAX_INSTANCES:
             inst, path = queue.pop(0)
-            for made, where in _built(ev, inst, path):
+            for made, where in _built(ev, inst, path, made_by):
                 label = allocation_label(made)
                 if label in seen:
                     continue
-                seen.add(label)
                 built_by[label] = inst
-                if not _given_the_config(ev, made, model):
+                seen[label] = _given_the_config(ev, made, model)
+                if not seen[label]:
                     continue  # nothing it builds can be given the config through it
                 failure = _failing_assert(ev, made, configs, model, where)
                 if failure is not None:
@@ -141,7 +142,7 @@ def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None
             return None  # the budget ran out: no claim
         from dynacheck.static.startup_branches import failing_every_way  # it reads this module's helpers
 
-        return failing_every_way(ev, model, configs)
+        return failing_every_way(ev, model, configs, seen, made_by)
     finally:
         _BUILT_BY.reset(token)
         _LOADER.reset(loader)
@@ -162,7 +163,7 @@ def _given_the_config(ev, inst: Value, model: Value) -> bool:
     return False
 
 
-def _built(ev, inst: Value, path: str) -> list[tuple[Value, str]]:
+def _built(ev, inst: Value, path: str, made_by: dict | None = None) -> list[tuple[Value, str]]:
     """The instances `inst`'s constructors surely build into its attributes, with their attribute path:
     an assignment in a constructor that surely runs (`_init_chain`), under tests all decided its way,
     whose value is one allocation, or a container of one (`make_layers` gives a list of what its
@@ -178,6 +179,8 @@ def _built(ev, inst: Value, path: str) -> list[tuple[Value, str]]:
                 if not all(_surely(ev, test, taken, scope) for test, taken, _ in guards):
                     continue
                 made = ev.eval(expr, scope, 1)
+                if made_by is not None:  # for startup_branches, which asks again
+                    made_by[(allocation_label(inst), id(expr))] = made
                 where = f"{path}.{attr}"
                 listed = [i for v in made if v.kind == "cont" for i in v.items
                           if i.kind == "inst" and i.expr is not None]

@@ -32,15 +32,19 @@ MAX_TESTS = 6  # undecided tests one constructor is split over: 2**6 worlds
 MAX_DEPTH = 40  # instances followed down from the model class
 
 
-def failing_every_way(ev, model: Value, configs: list[Value]) -> startup.Unbuildable | None:
+def failing_every_way(ev, model: Value, configs: list[Value], checked: dict[str, bool],
+                      made_by: dict[tuple, list]) -> startup.Unbuildable | None:
     """The failure of the first world of `model`'s constructors when every world of them fails, else
-    None. Call with the loader's context set (startup._first_failure sets it)."""
-    return _Ways(ev, configs, model).fails(model, "self", 0, top=True)
+    None. Call with the loader's context set, after startup._first_failure found nothing: `checked`
+    holds whether each instance it reached is given the config (its own asserts did not fail), and
+    `made_by` what each allocation it read makes."""
+    return _Ways(ev, configs, model, checked, made_by).fails(model, "self", 0, top=True)
 
 
 class _Ways:
-    def __init__(self, ev, configs: list[Value], model: Value) -> None:
-        self.ev, self.configs, self.model = ev, configs, model
+    def __init__(self, ev, configs: list[Value], model: Value, checked: dict[str, bool],
+                 made_by: dict[tuple, list]) -> None:
+        self.ev, self.configs, self.model, self.checked, self.made_by = ev, configs, model, checked, made_by
         self.memo: dict[str, startup.Unbuildable | None] = {}  # allocation label -> its failure
         self.active: set[str] = set()
         self.count = 0
@@ -54,10 +58,12 @@ class _Ways:
         self.count += 1
         self.active.add(label)
         try:
-            if not top and not startup._given_the_config(self.ev, inst, self.model):
+            if top or self.checked.get(label):  # the first walk read its asserts: none fails
+                found = self._every_world(inst, path, depth)
+            elif label in self.checked or not startup._given_the_config(self.ev, inst, self.model):
                 found = None  # nothing it builds can be given the config through it
             else:
-                found = (None if top else startup._failing_assert(self.ev, inst, self.configs, self.model, path)) \
+                found = startup._failing_assert(self.ev, inst, self.configs, self.model, path) \
                     or self._every_world(inst, path, depth)
         finally:
             self.active.discard(label)
@@ -103,7 +109,7 @@ class _Ways:
     def _allocations(self, inst: Value, path: str) -> list[tuple[tuple, list, str]]:
         """Each allocation its constructors may run: (its undecided tests as ((test, line), taken)
         pairs, the instances it can make with their path suffix, where the instance holds it)."""
-        ev, out = self.ev, []
+        ev, out, label = self.ev, [], allocation_label(inst)
         for cls in startup._init_chain(ev, inst):
             init = ev._own_init(cls)
             scope = startup._init_scope(ev, inst, cls, init, ev.constructor_bindings(inst, cls, init))
@@ -111,7 +117,8 @@ class _Ways:
                 open_tests = _open_tests(ev, guards, scope)
                 if open_tests is None:
                     continue  # decided against on this deployment
-                made = _instances(ev.eval(expr, scope, 1))
+                made = self.made_by.get((label, id(expr)))
+                made = _instances(made if made is not None else ev.eval(expr, scope, 1))
                 if made:
                     out.append((open_tests, made, f"{path}.{attr}"))
         return out
