@@ -20,7 +20,8 @@ from dynacheck.static.summary import summarize
 
 ROOT = Path(__file__).parent / "fixtures" / "startup"
 MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel", "AttrModel",
-          "PickedModel", "MixedPickModel", "EitherModel", "HalfModel", "KeptLocalModel", "SwapModel", "SwappedModel")
+          "PickedModel", "MixedPickModel", "EitherModel", "HalfModel", "KeptLocalModel", "SwapModel", "SwappedModel",
+          "MatchModel", "SafeTypedModel")
 QUANTIZATIONS = ("", "full", "moeonly")
 # the fixture's config dicts: MaybeModel builds its layer on the second; the third picks PickedModel's other class
 CHECKPOINTS = ({}, {"use_proj": True}, {"kind": "proj"})
@@ -80,8 +81,10 @@ def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_
     assert claimed == always_fails == {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "EncoderModel"),
                                        ("moeonly", "AttrModel")} | EVERY_WAY
     # these fail only on a checkpoint that asks for the failing layer: a static reading claims nothing there
-    for name in ("MaybeModel", "MixedPickModel", "HalfModel"):
+    for name in ("MaybeModel", "MixedPickModel", "HalfModel", "MatchModel"):
         assert real[("moeonly", name)] == {True, False} and static[("moeonly", name)] is None, name
+    # the block type its allocation passes, not the constructor's failing default
+    assert real[("moeonly", "SafeTypedModel")] == {False} and static[("moeonly", "SafeTypedModel")] is None
 
 
 def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan_cache, monkeypatch):

@@ -123,7 +123,10 @@ class ClassModel:
         if not any((c.module, c.name) == (owner.module, owner.name) for c in order):
             return ()
         sub = self.calling_subclass(inst, owner)
-        passed = self._super_init_arguments(inst, sub, self._own_init(sub), init, depth) if sub is not None else {}
+        if sub is not None:
+            passed = self._super_init_arguments(inst, sub, self._own_init(sub), init, depth)
+        else:  # the allocation runs this `__init__` itself: `Qwen2Model(config, decoder_layer_type=JetLayer)`
+            passed = self._allocation_arguments(inst, init, depth)
         bound = []
         for name in init.params[1:]:
             if name in passed:
@@ -163,6 +166,16 @@ class ClassModel:
         # only names (a parameter, a global, `module.Class`): an argument read from `self` or a call would
         # evaluate the instance's attributes, whose own bindings are the ones being worked out here
         return {name: self.eval(arg, scope, depth + 1) for name, arg in passed if _plain_name(arg, sub_init)}
+
+    def _allocation_arguments(self, inst: Value, init, depth: int) -> dict:
+        """Parameter name -> values the allocation that made `inst` passes to `init` (plain names only, as
+        `_super_init_arguments`), read where the allocation was evaluated."""
+        call, scope = inst.expr, inst.scope
+        if not call or call[0] != "c" or len(call) < 4 or not isinstance(scope, Scope) or scope.function is None:
+            return {}
+        passed = [*zip(init.params[1:], call[2]), *((n, a) for n, a in call[3] if n in init.params)]
+        return {name: self.eval(arg, scope, depth + 1) for name, arg in passed
+                if arg and arg[0] != "*" and _plain_name(arg, scope.function)}
 
     def property_getter(self, cls: Value, attr: str) -> Value | None:
         """The getter a read of `attr` on an instance of `cls` runs, when `attr` is a plain `property`

@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 26  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 27  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -392,9 +392,14 @@ class _ModuleWalker:
         elif isinstance(stmt, cst.Match):
             self.exprs_calls(stmt.subject, getattr(node, "subject", None), line, scope, guards, loop)
             cases = cn.ast_list(node, "cases")
+            subject = self.expr(stmt.subject)
             for i, case in enumerate(stmt.cases):
                 cnode = cases[i] if i < len(cases) else None
-                walk(cn.body(case.body), cn.ast_list(cnode, "body"), scope, guards, loop, True, prefix)
+                cline = cnode.pattern.lineno if cnode is not None else line
+                # a case body runs only when its pattern matches: ("case", subject, i) is never decided, so
+                # what it guards is not read as surely run (startup.py), and leaves nothing conditional
+                walk(cn.body(case.body), cn.ast_list(cnode, "body"), scope, guards + ((("case", subject, i), True, cline),),
+                     loop, True, prefix)
         else:
             self.small_stmt(stmt, node, line, scope, guards, loop, conditional)
 
