@@ -13,7 +13,8 @@ too, which only makes a claim harder). In each world, the allocations whose test
 run, and the world fails when one of them fails. An allocation fails when each instance it can make
 fails: the classes a dict lookup by a config key can give (`ALL_DECODER_LAYER_TYPES[...]`), or the
 items a layer factory's list holds. An instance fails when its own assert does (startup._failing_assert)
-or when every world of its constructors fails. The model does not start when every world of its own
+or when every world of its constructors fails; a world that runs a `raise` (outside a `try`) fails too,
+but at least one world must fail at a layer, which is what the reason names. The model does not start when every world of its own
 constructors fails.
 
 Assumptions, as startup.py's: an assignment's `if` tests are its only guards (a `for` body is read as
@@ -76,7 +77,9 @@ class _Ways:
                      if not open_tests and (f := self._all_fail(made, inst, where, depth)) is not None), None)
         if sure is not None:  # built whatever the tests say: the choice, if any, is above
             return sure
-        tests = list(dict.fromkeys(key for open_tests, _, _ in allocations for key, _ in open_tests))
+        raising = self._raising(inst)
+        tests = list(dict.fromkeys([key for open_tests, _, _ in allocations for key, _ in open_tests]
+                                   + [key for open_tests in raising for key, _ in open_tests]))
         if len(tests) > MAX_TESTS:
             return None
         first = None
@@ -86,6 +89,8 @@ class _Ways:
                             if all(taken[key] is want for key, want in open_tests)
                             and (f := self._all_fail(made, inst, where, depth)) is not None), None)
             if failure is None:
+                if any(all(taken[key] is want for key, want in open_tests) for open_tests in raising):
+                    continue  # this world raises (`else: raise ValueError(...)`): it does not start either
                 return None
             first = first or failure
         return replace(first, choice=first.choice or path) if first is not None else None
@@ -105,6 +110,18 @@ class _Ways:
         if len(made) > 1 and not first.choice:
             first = replace(first, choice=where + made[0][1])
         return first
+
+    def _raising(self, inst: Value) -> list[tuple]:
+        """The undecided tests of each `raise` its constructors may run outside a `try` (summary.raises)."""
+        out = []
+        for cls in startup._init_chain(self.ev, inst):
+            init = self.ev._own_init(cls)
+            scope = startup._init_scope(self.ev, inst, cls, init, self.ev.constructor_bindings(inst, cls, init))
+            for _, guards in init.raises:
+                open_tests = _open_tests(self.ev, guards, scope)
+                if open_tests:  # one that always runs says nothing of a layer: no claim rests on it
+                    out.append(open_tests)
+        return out
 
     def _allocations(self, inst: Value, path: str) -> list[tuple[tuple, list, str]]:
         """Each allocation its constructors may run: (its undecided tests as ((test, line), taken)

@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 27  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 28  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -63,6 +63,7 @@ class FunctionSummary:
     value_uses: list[tuple] = field(default_factory=list)  # see value_uses.py: values used as Python values
     self_reads: list[tuple] = field(default_factory=list)  # (attr, line, guards, loop): `self.x` read, first of each
     asserts: list[tuple] = field(default_factory=list)  # (test, line, guards): a constructor's checks (startup.py)
+    raises: list[tuple] = field(default_factory=list)  # (line, guards) of each `raise` outside any `try` body
 
 
 @dataclass
@@ -310,6 +311,7 @@ class _ModuleWalker:
         self.s = summary
         self._guards: tuple = ()
         self._loop = ""
+        self._tries = 0  # `try` bodies the statement is in: a `raise` there may be caught
         self.package = summary.module if summary.is_package else summary.module.rpartition(".")[0]
 
     # ----- statements -------------------------------------------------------------------------
@@ -368,7 +370,11 @@ class _ModuleWalker:
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
         elif isinstance(stmt, (cst.Try, cst.TryStar)):
-            walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, loop, True, prefix, try_body=True)
+            self._tries += 1
+            try:
+                walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, loop, True, prefix, try_body=True)
+            finally:
+                self._tries -= 1
             handlers = cn.ast_list(node, "handlers")
             for i, handler in enumerate(stmt.handlers):
                 hnode = handlers[i] if i < len(handlers) else None
@@ -452,6 +458,8 @@ class _ModuleWalker:
             scope.function.return_guards.append(guards)
         elif isinstance(stmt, cst.Assert) and scope.function is not None:
             scope.function.asserts.append((self.expr(stmt.test), line, guards))
+        elif isinstance(stmt, cst.Raise) and scope.function is not None and not self._tries:
+            scope.function.raises.append((line, guards))
 
     def note_exports(self, target, value, extend: bool) -> None:
         """`__all__ = [...]` / `__all__ += [...]` of string literals: what `from m import *` takes."""
