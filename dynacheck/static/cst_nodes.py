@@ -59,8 +59,11 @@ def expr(node, depth: int = 0) -> Expr:
     if isinstance(node, cst.Call):
         args = tuple(expr(a.value, depth + 1) for a in node.args if a.keyword is None and not a.star)
         kwargs = tuple((a.keyword.value, expr(a.value, depth + 1)) for a in node.args if a.keyword is not None)
-        if any(a.star for a in node.args):  # `f(*xs)` / `f(**kw)`: which parameters it fills is not known
-            kwargs += ((STARRED, UNKNOWN),)
+        stars = [a for a in node.args if a.star]
+        if stars:  # `f(*xs)` / `f(**kw)`: which parameters it fills is not known; a lone `**kw` is kept (a
+            # constructor handed `**decoder_kwargs`, a dict literal of its caller: startup.py)
+            lone = stars[0].star == "**" and len(stars) == 1
+            kwargs += ((STARRED, expr(stars[0].value, depth + 1) if lone else UNKNOWN),)
         return ("c", expr(node.func, depth + 1), args, kwargs)
     if isinstance(node, cst.Subscript):
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):

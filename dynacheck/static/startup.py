@@ -35,6 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from dynacheck.static.classes import _is_super_init
+from dynacheck.static.cst_nodes import STARRED
 from dynacheck.static.ir import names_in
 from dynacheck.static.value_types import Scope, Value, allocation_label, evolve
 
@@ -157,7 +158,7 @@ def _given_the_config(ev, inst: Value, model: Value) -> bool:
         return False
     top = ("top", (model.module, model.name), LOADER_PARAM)
     for param in init.params[1:]:
-        arg = _argument(inst.expr, init, param)
+        arg = _passed(inst, init, param)
         if arg is not None and arg != ("n", "None") and _plain(arg) and _origin(ev, inst, owner, param, 0) == top:
             return True
     return False
@@ -219,7 +220,7 @@ def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
     if first is not None and (first.module, first.name) == (owner.module, owner.name):
         if inst.expr is None:
             return ("top", (inst.module, inst.name), param)
-        arg = _argument(inst.expr, init, param)
+        arg = _passed(inst, init, param)
         return _expr_origin(ev, arg, inst.scope, init, param, depth, _BUILT_BY.get().get(allocation_label(inst)))
     sub = ev.calling_subclass(inst, owner)
     if sub is None:
@@ -361,6 +362,31 @@ def _argument(call_expr, init, param: str):
         arg = args[positional.index(param)]
         return None if arg and arg[0] == "*" else arg
     return None
+
+
+def _passed(inst: Value, init, param: str):
+    """What the allocation that made `inst` passes for `param`: `_argument`, or the value a lone
+    `**kwargs` dict gives it (`_from_splat`)."""
+    arg = _argument(inst.expr, init, param)
+    return arg if arg is not None else _from_splat(inst, param)
+
+
+def _from_splat(inst: Value, param: str):
+    """`Layer(config, **decoder_kwargs)` where the allocating function sets `decoder_kwargs = {"quant_config":
+    quant_config, ...}` once, unguarded, and calls no method on it (`bailing_moe_linear.py:923-927`): the
+    dict's value for `param`, else None. A key set later by subscript is not seen (an assumption)."""
+    call, scope = inst.expr, inst.scope
+    splat = next((v for k, v in call[3] if k == STARRED), None) if call and call[0] == "c" and len(call) > 3 else None
+    if not splat or splat[0] != "n" or not isinstance(scope, Scope) or scope.function is None:
+        return None
+    fn, local = scope.function, splat[1]
+    values, guards = fn.assigns.get(local, ()), fn.assign_guards.get(local, ())
+    if len(values) != 1 or guards[0] != ((), False) or not values[0] or values[0][0] != "d":
+        return None
+    if any(c.func and c.func[0] == "a" and c.func[1] == ("n", local) for c in fn.calls):
+        return None  # `decoder_kwargs.update(...)`: not the literal any more
+    _, items, keys = values[0]
+    return next((item for key, item in zip(keys, items) if key == ("k", param)), None)
 
 
 def _init_scope(ev, inst: Value, cls: Value, init, bound: tuple = ()) -> Scope:

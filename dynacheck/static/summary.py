@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 28  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 29  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
