@@ -21,7 +21,7 @@ from dynacheck.static.summary import summarize
 ROOT = Path(__file__).parent / "fixtures" / "startup"
 MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel", "AttrModel",
           "PickedModel", "MixedPickModel", "EitherModel", "HalfModel", "KeptLocalModel", "SwapModel", "SwappedModel",
-          "MatchModel", "SafeTypedModel", "RaiseModel", "SplatModel")
+          "MatchModel", "SafeTypedModel", "RaiseModel", "SplatModel", "StarModel")
 QUANTIZATIONS = ("", "full", "moeonly")
 # the fixture's config dicts: MaybeModel builds its layer on the second; the third picks PickedModel's other class
 CHECKPOINTS = ({}, {"use_proj": True}, {"kind": "proj"})
@@ -85,6 +85,8 @@ def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_
         assert real[("moeonly", name)] == {True, False} and static[("moeonly", name)] is None, name
     # the block type its allocation passes, not the constructor's failing default
     assert real[("moeonly", "SafeTypedModel")] == {False} and static[("moeonly", "SafeTypedModel")] is None
+    # a parameter a `**` may fill is not its default
+    assert real[("moeonly", "StarModel")] == {False} and static[("moeonly", "StarModel")] is None
 
 
 def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan_cache, monkeypatch):

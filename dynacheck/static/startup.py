@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from dynacheck.static.classes import _is_super_init
 from dynacheck.static.cst_nodes import STARRED
-from dynacheck.static.ir import names_in
+from dynacheck.static.ir import UNKNOWN as UNKNOWN_EXPR, names_in
 from dynacheck.static.value_types import Scope, Value, allocation_label, evolve
 
 MAX_INSTANCES = 2000  # layers followed down from one model class
@@ -361,20 +361,25 @@ def _argument(call_expr, init, param: str):
     if param in positional and positional.index(param) < len(args):
         arg = args[positional.index(param)]
         return None if arg and arg[0] == "*" else arg
+    if any(name == STARRED for name, _ in kwargs):
+        return UNKNOWN_EXPR  # `f(*xs)` / `f(**kw)` may pass it: not the default
     return None
 
 
 def _passed(inst: Value, init, param: str):
-    """What the allocation that made `inst` passes for `param`: `_argument`, or the value a lone
-    `**kwargs` dict gives it (`_from_splat`)."""
+    """What the allocation that made `inst` passes for `param`: `_argument`, or, past a lone `**name`, what
+    that dict literal gives it (`_splat_items`; a key it lacks is not passed: the default)."""
     arg = _argument(inst.expr, init, param)
-    return arg if arg is not None else _from_splat(inst, param)
+    if arg != UNKNOWN_EXPR:
+        return arg
+    items = _splat_items(inst)
+    return arg if items is None else items.get(("k", param))
 
 
-def _from_splat(inst: Value, param: str):
+def _splat_items(inst: Value) -> dict | None:
     """`Layer(config, **decoder_kwargs)` where the allocating function sets `decoder_kwargs = {"quant_config":
     quant_config, ...}` once, unguarded, and calls no method on it (`bailing_moe_linear.py:923-927`): the
-    dict's value for `param`, else None. A key set later by subscript is not seen (an assumption)."""
+    dict's key -> value expressions, else None. A key set later by subscript is not seen (an assumption)."""
     call, scope = inst.expr, inst.scope
     splat = next((v for k, v in call[3] if k == STARRED), None) if call and call[0] == "c" and len(call) > 3 else None
     if not splat or splat[0] != "n" or not isinstance(scope, Scope) or scope.function is None:
@@ -386,7 +391,7 @@ def _from_splat(inst: Value, param: str):
     if any(c.func and c.func[0] == "a" and c.func[1] == ("n", local) for c in fn.calls):
         return None  # `decoder_kwargs.update(...)`: not the literal any more
     _, items, keys = values[0]
-    return next((item for key, item in zip(keys, items) if key == ("k", param)), None)
+    return dict(zip(keys, items))
 
 
 def _init_scope(ev, inst: Value, cls: Value, init, bound: tuple = ()) -> Scope:
