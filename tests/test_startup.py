@@ -21,7 +21,7 @@ from dynacheck.static.summary import summarize
 ROOT = Path(__file__).parent / "fixtures" / "startup"
 MODELS = ("Model", "KeepsItModel", "MaybeModel", "RouterModel", "IgnoreModel", "EncoderModel", "AttrModel",
           "PickedModel", "MixedPickModel", "EitherModel", "HalfModel", "KeptLocalModel", "SwapModel", "SwappedModel",
-          "MatchModel", "SafeTypedModel", "RaiseModel", "SplatModel", "StarModel")
+          "MatchModel", "SafeTypedModel", "RaiseModel", "SplatModel", "StarModel", "PassModel")
 QUANTIZATIONS = ("", "full", "moeonly")
 # the fixture's config dicts: MaybeModel builds its layer on the second; the third picks PickedModel's other class
 CHECKPOINTS = ({}, {"use_proj": True}, {"kind": "proj"})
@@ -79,7 +79,8 @@ def test_a_model_is_said_not_to_start_exactly_where_building_it_fails_for_every_
     claimed = {key for key, found in static.items() if found is not None}
     always_fails = {key for key, outcomes in real.items() if outcomes == {True}}
     assert claimed == always_fails == {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "EncoderModel"),
-                                       ("moeonly", "AttrModel"), ("moeonly", "SplatModel")} | EVERY_WAY
+                                       ("moeonly", "AttrModel"), ("moeonly", "SplatModel"),
+                                       ("moeonly", "PassModel")} | EVERY_WAY
     # these fail only on a checkpoint that asks for the failing layer: a static reading claims nothing there
     for name in ("MaybeModel", "MixedPickModel", "HalfModel", "MatchModel"):
         assert real[("moeonly", name)] == {True, False} and static[("moeonly", name)] is None, name
@@ -95,7 +96,8 @@ def test_the_encoder_only_flag_copied_into_the_config_decides_what_is_built(scan
     assert real[("moeonly", "EncoderModel")] == {False} and static[("moeonly", "EncoderModel")] is None
     assert {key for key, found in static.items() if found is not None} == \
         {key for key, outcomes in real.items() if outcomes == {True}} == \
-        {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "AttrModel"), ("moeonly", "SplatModel")} | EVERY_WAY
+        {("moeonly", "Model"), ("moeonly", "IgnoreModel"), ("moeonly", "AttrModel"), ("moeonly", "SplatModel"),
+         ("moeonly", "PassModel")} | EVERY_WAY
 
 
 def test_the_config_copies_are_read_from_the_framework_source(tmp_path):

@@ -161,6 +161,11 @@ def _given_the_config(ev, inst: Value, model: Value) -> bool:
         arg = _passed(inst, init, param)
         if arg is not None and arg != ("n", "None") and _plain(arg) and _origin(ev, inst, owner, param, 0) == top:
             return True
+    chain = _init_chain(ev, inst)
+    if len(chain) > 1 and any(_is_super_init(c.func) and _hands_on(c, init) for c in init.calls):
+        base = chain[1]  # `DsV3MLA(**kwargs)` hands every keyword on: the base's parameters are the ones passed
+        return any(_plain(arg) and _origin(ev, inst, base, name, 0) == top
+                   for name, arg in inst.expr[3] if name != STARRED and name in ev._own_init(base).params)
     return False
 
 
@@ -227,9 +232,36 @@ def _origin(ev, inst: Value, owner: Value | None, param: str, depth: int):
         return UNKNOWN
     sub_init = ev._own_init(sub)
     scope = _init_scope(ev, inst, sub, sub_init)
-    origins = {_expr_origin(ev, _argument(("c", None, call.args, call.kwargs), init, param), scope, init, param, depth)
-               for call in sub_init.calls if _is_super_init(call.func)}  # `if ...: super().__init__(...)` else too
+    origins = set()
+    for call in sub_init.calls:
+        if not _is_super_init(call.func):
+            continue
+        arg = _argument(("c", None, call.args, call.kwargs), init, param)
+        if arg == UNKNOWN_EXPR and _hands_on(call, sub_init):  # `def __init__(self, **kwargs): super().__init__(**kwargs)`
+            origins.add(_origin_of_keyword(ev, inst, sub, init, param, depth))
+        else:  # `if ...: super().__init__(...)` else too
+            origins.add(_expr_origin(ev, arg, scope, init, param, depth))
     return origins.pop() if len(origins) == 1 else UNKNOWN
+
+
+def _hands_on(call, init) -> bool:
+    """A `super().__init__(**kwargs)` that hands on the whole `**kwargs` of an `__init__` taking nothing else
+    (`DsV3MLA.__init__(self, **kwargs)`, models/bailing_moe_linear.py:115-117)."""
+    return (init.params == ("self", init.params[-1]) and init.arity[3] and not call.args
+            and call.kwargs == ((STARRED, ("n", init.params[-1])),))
+
+
+def _origin_of_keyword(ev, inst: Value, sub: Value, init, param: str, depth: int):
+    """`param` of the base's `__init__` when the subclass hands on its `**kwargs`: what the allocation that
+    made `inst` passes for it by keyword (the subclass's own defaults cannot apply)."""
+    first = _first_init_owner(ev, inst)
+    if first is None or (first.module, first.name) != (sub.module, sub.name) or inst.expr is None:
+        return UNKNOWN
+    arg = next((value for name, value in inst.expr[3] if name == param), None) if len(inst.expr) > 3 else None
+    if arg is None:  # not passed by name: the base's default, unless a star may pass it
+        if any(name == STARRED for name, _ in inst.expr[3]):
+            return UNKNOWN
+    return _expr_origin(ev, arg, inst.scope, init, param, depth, _BUILT_BY.get().get(allocation_label(inst)))
 
 
 def _expr_origin(ev, arg, scope: Scope | None, init, param: str, depth: int, maker: Value | None = None):

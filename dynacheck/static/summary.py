@@ -18,7 +18,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 29  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 30  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -632,6 +632,10 @@ class _ModuleWalker:
             # arguments only as deep as tensor-ness needs (three levels): cheaper than the whole tree
             args = tuple(cn.expr(a.value, ARG_DEPTH) for a in call.args if a.keyword is None and not a.star)
             kwargs = tuple((a.keyword.value, cn.expr(a.value, ARG_DEPTH)) for a in call.args if a.keyword is not None)
+            stars = [a for a in call.args if a.star]
+            if stars:  # as in the call's expression (cst_nodes.expr): which parameters a star fills is not known
+                lone = stars[0].star == "**" and len(stars) == 1
+                kwargs += ((cn.STARRED, cn.expr(stars[0].value, ARG_DEPTH) if lone else cn.UNKNOWN),)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, call_guards, loop,
                                                  args=args, kwargs=kwargs))
 
