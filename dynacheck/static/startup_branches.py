@@ -111,12 +111,16 @@ class _Ways:
             first = replace(first, choice=where + made[0][1])
         return first
 
+    def _constructors(self, inst: Value):
+        """Each `__init__` that surely runs for `inst`, with the scope it runs in (its class arguments bound)."""
+        for cls in startup._init_chain(self.ev, inst):
+            init = self.ev._own_init(cls)
+            yield init, startup._init_scope(self.ev, inst, cls, init, self.ev.constructor_bindings(inst, cls, init))
+
     def _raising(self, inst: Value) -> list[tuple]:
         """The undecided tests of each `raise` its constructors may run outside a `try` (summary.raises)."""
         out = []
-        for cls in startup._init_chain(self.ev, inst):
-            init = self.ev._own_init(cls)
-            scope = startup._init_scope(self.ev, inst, cls, init, self.ev.constructor_bindings(inst, cls, init))
+        for init, scope in self._constructors(inst):
             for _, guards in init.raises:
                 open_tests = _open_tests(self.ev, guards, scope)
                 if open_tests:  # one that always runs says nothing of a layer: no claim rests on it
@@ -127,9 +131,7 @@ class _Ways:
         """Each allocation its constructors may run: (its undecided tests as ((test, line), taken)
         pairs, the instances it can make with their path suffix, where the instance holds it)."""
         ev, out, label = self.ev, [], allocation_label(inst)
-        for cls in startup._init_chain(ev, inst):
-            init = ev._own_init(cls)
-            scope = startup._init_scope(ev, inst, cls, init, ev.constructor_bindings(inst, cls, init))
+        for init, scope in self._constructors(inst):
             for expr, guards, attr in _allocating(init):
                 open_tests = _open_tests(ev, guards, scope)
                 if open_tests is None:
