@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dynacheck.deploy.facts import ALL_FACTS, ARCH_FACT, UNKNOWN as FACT_UNKNOWN, Deployment
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr
+from dynacheck.static.memo import Memo
 from dynacheck.static.value_types import Scope
 from dynacheck.static.partial_calls import CallEvaluation
 from dynacheck.static.partial_members import MemberEvaluation
@@ -34,7 +35,7 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
     def __init__(self, evaluator, deployment: Deployment | None) -> None:
         self.ev = evaluator
         self.dep = deployment or Deployment()
-        self._memo: dict[tuple, tuple] = {}  # key -> (..., the facts read computing it), see _open_frame
+        self._memo: dict[tuple, tuple] = Memo()  # key -> (..., the facts read computing it), see _open_frame
         self._active: dict = {}  # key -> its depth on the stack of evaluations in progress
         self._low = NO_CUT  # the shallowest evaluation a recursion cut-off re-entered, in this frame
         self._flow: tuple[int, int] | None = None  # (id of the guard's scope, the guard's line)

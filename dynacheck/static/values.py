@@ -12,6 +12,7 @@ from dynacheck import model as m
 from dynacheck.static.classes import ClassModel, is_plain_property
 from dynacheck.static.index import Index
 from dynacheck.static.ir import Expr, annotation_expr
+from dynacheck.static.memo import Memo, drop_reading, entry_reads, kept  # noqa: F401 - drop_reading re-exported
 from dynacheck.static.value_calls import CallValues
 from dynacheck.static.value_containers import ContainerValues
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
@@ -44,20 +45,21 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         # for it reads the quantization (facts.QUANT_FACT), also where nothing is pinned (bf16)
         self.quant_base = str(self.partial.dep.framework.get("quantization_base", ""))
         # memo tables: key -> (values, the deployment facts their computation read; see fork)
-        self._returns: dict[tuple, tuple[tuple[Value, ...], int]] = {}
-        self._attrs: dict[tuple, tuple[tuple[Value, ...], int]] = {}
-        self._mro: dict[tuple[str, str], tuple[tuple[Value, ...], int]] = {}
+        # (Memo: a dict that knows which entries read a fact, so a fork need not look at the rest)
+        self._returns: dict[tuple, tuple[tuple[Value, ...], int]] = Memo()
+        self._attrs: dict[tuple, tuple[tuple[Value, ...], int]] = Memo()
+        self._mro: dict[tuple[str, str], tuple[tuple[Value, ...], int]] = Memo()
         self._active: set = set()
-        self._names: dict[tuple, tuple[tuple[Value, ...], int]] = {}
-        self._globals: dict[tuple, tuple[tuple[Value, ...], int]] = {}
-        self._constructors: dict[tuple, tuple[tuple, int]] = {}  # classes.constructor_bindings
+        self._names: dict[tuple, tuple[tuple[Value, ...], int]] = Memo()
+        self._globals: dict[tuple, tuple[tuple[Value, ...], int]] = Memo()
+        self._constructors: dict[tuple, tuple[tuple, int]] = Memo()  # classes.constructor_bindings
         self._scopes: dict[tuple, Scope | bool] = {}
         # walk_scope: an allocation's canonical receiver, and the first receiver met per signature
-        self._receivers: dict[tuple, tuple] = {}
-        self._signatures: dict[tuple, Value] = {}
+        self._receivers: dict[tuple, tuple] = Memo()
+        self._signatures: dict[tuple, Value] = Memo()
         # per call site and scope, what the walk asks every time it reaches them (reach.py): the
         # callees and the constants they are called with; a census walks the same sites per forward
-        self.sites: dict[tuple, tuple] = {}
+        self.sites: dict[tuple, tuple] = Memo()
 
     # ----- facts read ---------------------------------------------------------------------------
     # Each memo entry here keeps the deployment facts its computation read (facts.GPU_FACT), last
@@ -71,10 +73,10 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         child = Evaluator(self.index, deployment)
         child._scopes = dict(self._scopes)  # built from the index alone
         for table in ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors"):
-            setattr(child, table, _kept(getattr(self, table), dirty))
-        child.partial._memo = _kept(self.partial._memo, dirty)
-        child.sites = _kept({k: v for k, v in self.sites.items() if isinstance(v, tuple)}, dirty)
-        child._receivers, child._signatures = _kept(self._receivers, dirty), _kept(self._signatures, dirty)
+            setattr(child, table, kept(getattr(self, table), dirty))
+        child.partial._memo = kept(self.partial._memo, dirty)
+        child.sites = kept(self.sites, dirty)  # its tuple entries: objects kept there are per deployment
+        child._receivers, child._signatures = kept(self._receivers, dirty), kept(self._signatures, dirty)
         return child
 
     def forget(self, facts: int) -> None:
@@ -83,7 +85,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         for table in (self._names, self._globals, self._returns, self._attrs, self._mro, self._constructors,
                       self._receivers, self._signatures, self.partial._memo):
             drop_reading(table, facts)
-        drop_reading(self.sites, facts, lambda entry: entry[-1] if isinstance(entry, tuple) else 0)
+        drop_reading(self.sites, facts, entry_reads)
 
     def reads_begin(self) -> int:
         saved, self.partial.reads = self.partial.reads, 0
@@ -411,17 +413,6 @@ def _believed(value: Value) -> tuple:
     """A value's fields other than where it was allocated: its class and how it was believed."""
     return (value.kind, value.module, value.name, value.via, value.confidence, value.cond, value.note,
             value.items, value.self_cls)
-
-
-def _kept(table: dict, dirty: int) -> dict:
-    """A memo table's entries that read no fact in `dirty` (each entry's reads are its last item)."""
-    return {key: entry for key, entry in table.items() if not entry[-1] & dirty}
-
-
-def drop_reading(table: dict, facts: int, reads=lambda entry: entry[-1]) -> None:
-    """Delete a memo table's entries that read any of `facts` (each entry's reads are its last item)."""
-    for key in [key for key, entry in table.items() if reads(entry) & facts]:
-        del table[key]
 
 
 _HANDLERS = {
