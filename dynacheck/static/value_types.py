@@ -79,7 +79,8 @@ class Value:
         return cached
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}  # str hashes differ per process
+        # str hashes and allocation numbers (allocation_label) differ per process
+        return {k: v for k, v in self.__dict__.items() if k not in _CACHED}
 
 
 UNKNOWN = Value("unknown")
@@ -105,8 +106,14 @@ def evolve(obj, **changes):
     state = new.__dict__
     state.update(obj.__dict__)
     state.update(changes)
-    state.pop("_hash", None)  # Value.__hash__ of the copy is its own
+    # what was worked out from the fields (Value.__hash__, allocation_label, Scope's memo key) is the copy's own
+    state.pop("_hash", None)
+    state.pop("_label", None)
+    state.pop("_key", None)
     return new
+
+
+_CACHED = frozenset({"_hash", "_label", "_key"})  # fields kept in an object's __dict__ by what reads it
 
 
 def weaker(a: str, b: str) -> str:
@@ -151,7 +158,12 @@ _ALLOCATIONS: dict = {}  # (id(expr), id(scope)) -> (number, expr, scope): both 
 
 def allocation_label(value: Value) -> str:
     """An entity's name; an instance also names its allocation (`TopK(..., use_grouped_topk=False)` in
-    one layer is not the TopK of another), numbered in the order the walk first meets it."""
+    one layer is not the TopK of another), numbered in the order the walk first meets it. Kept in the
+    value (a census asks half a million times; `evolve` drops it from a copy)."""
+    state = value.__dict__
+    label = state.get("_label")
+    if label is not None:
+        return label
     owner = value.self_cls.name if value.self_cls is not None else ""
     where = ""
     if value.expr is not None:
@@ -160,7 +172,8 @@ def allocation_label(value: Value) -> str:
         if entry is None:
             entry = _ALLOCATIONS[key] = (len(_ALLOCATIONS), value.expr, value.scope)
         where = f" #{entry[0]}"
-    return f"<{value.kind} {value.module}:{value.name}{' of ' + owner if owner else ''}{where}>"
+    label = state["_label"] = f"<{value.kind} {value.module}:{value.name}{' of ' + owner if owner else ''}{where}>"
+    return label
 
 
 def with_conditions(value: Value, conditions: tuple) -> Value:

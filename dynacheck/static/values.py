@@ -197,8 +197,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         """A name in a function scope (memoized per function, receiver and bound params) or a module."""
         if scope.function is None:
             return self.global_value(scope.module.module, name, depth)
-        key = (scope.module.module, scope.function.qualname, receiver_key(scope.self_cls),
-               bound_key(scope.bound), name, _enclosing_key(scope.parent))
+        key = (_scope_key(scope), name)
         cached = self._names.get(key)
         if cached is not None:
             self.partial.reads |= cached[1]
@@ -397,6 +396,17 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         if kind == "ns":
             return [v for name, v in base.items if name == attr] or [UNKNOWN]
         return [Value("unknown", name=attr)]
+
+
+def _scope_key(scope: Scope) -> tuple:
+    """A function scope in a memo key: its function, receiver, bindings and enclosing scopes. Kept in the
+    scope, whose fields never change (`evolve` drops it from a copy)."""
+    state = scope.__dict__
+    key = state.get("_key")
+    if key is None:
+        key = state["_key"] = (scope.module.module, scope.function.qualname, receiver_key(scope.self_cls),
+                               bound_key(scope.bound), _enclosing_key(scope.parent))
+    return key
 
 
 def _enclosing_key(parent: Scope | None) -> tuple:
