@@ -6,7 +6,7 @@ import pickle
 import random
 
 from dynacheck.deploy.facts import ALL_FACTS, ARCH_FACT, GPU_FACT, QUANT_FACT
-from dynacheck.static.memo import Memo, drop_reading, kept
+from dynacheck.static.memo import Memo, drop_reading
 
 
 def _every_entry_kept(table: dict, dirty: int) -> dict:
@@ -45,11 +45,11 @@ def test_a_fork_keeps_what_a_look_at_every_entry_keeps():
         memo, plain = _random_writes(seed)
         assert dict(memo) == plain
         for dirty in (GPU_FACT, QUANT_FACT, ARCH_FACT, GPU_FACT | QUANT_FACT, ALL_FACTS):
-            child = kept(memo, dirty)
+            child = memo.kept(dirty)
             assert isinstance(child, Memo)
             assert dict(child) == _every_entry_kept(plain, dirty)
             # the child's own index is right too: a second fork of it equals a look at every entry
-            assert dict(kept(child, GPU_FACT)) == _every_entry_kept(_every_entry_kept(plain, dirty), GPU_FACT)
+            assert dict(child.kept(GPU_FACT)) == _every_entry_kept(_every_entry_kept(plain, dirty), GPU_FACT)
 
 
 def test_a_drop_deletes_what_a_look_at_every_entry_deletes():
@@ -73,8 +73,8 @@ def test_a_rewritten_entry_is_judged_by_what_it_holds_now():
     memo["a"] = ((), 0)  # computed again without the GPU: a GPU fork keeps it
     memo["b"] = ((), 0)
     memo["b"] = ((), QUANT_FACT)  # computed again reading the quantization: a quant fork drops it
-    assert dict(kept(memo, GPU_FACT)) == {"a": ((), 0), "b": ((), QUANT_FACT)}
-    assert dict(kept(memo, QUANT_FACT)) == {"a": ((), 0)}
+    assert dict(memo.kept(GPU_FACT)) == {"a": ((), 0), "b": ((), QUANT_FACT)}
+    assert dict(memo.kept(QUANT_FACT)) == {"a": ((), 0)}
 
 
 def test_a_memo_pickles_with_its_index():
@@ -82,4 +82,4 @@ def test_a_memo_pickles_with_its_index():
     memo["a"], memo["b"], memo["c"] = ((), GPU_FACT), ((), 0), object.__new__(object)
     back = pickle.loads(pickle.dumps(memo))
     assert set(back) == {"a", "b", "c"}
-    assert dict(kept(back, GPU_FACT)) == {"b": ((), 0)}
+    assert dict(back.kept(GPU_FACT)) == {"b": ((), 0)}

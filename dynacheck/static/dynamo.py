@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 
 from dynacheck import model as m
 from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.values import Evaluator, Scope, Value, drop_reading
+from dynacheck.static.memo import drop_reading
+from dynacheck.static.values import Evaluator, Scope, Value
 
 TRANSPARENT = "transparent"  # Dynamo inlines the function as if undecorated
 WRAPPER = "wrapper"  # the call goes through a wrapper function that calls the original

@@ -59,12 +59,10 @@ class Memo(dict):
             if key in child and not isinstance(dict.__getitem__(child, key), tuple):
                 dict.__delitem__(child, key)
         for key in self.readers:
-            entry = dict.get(self, key, None)
-            if entry is None and key not in self:
-                continue
-            if entry_reads(entry) & dirty:
+            reads = entry_reads(dict.__getitem__(self, key)) if key in self else 0
+            if reads & dirty:
                 dict.__delitem__(child, key)
-            elif entry_reads(entry):
+            elif reads:
                 child.readers.add(key)
         return child
 
@@ -82,16 +80,9 @@ class Memo(dict):
                 self.readers.discard(key)
 
 
-def kept(table: dict, dirty: int) -> dict:
-    """A memo table's tuple entries that read no fact in `dirty` (each entry's reads are its last item)."""
-    if isinstance(table, Memo):
-        return table.kept(dirty)
-    return {key: entry for key, entry in table.items() if isinstance(entry, tuple) and not entry[-1] & dirty}
-
-
 def drop_reading(table: dict, facts: int, reads: Callable = lambda entry: entry[-1]) -> None:
-    """Delete a memo table's entries that read any of `facts` (each entry's reads are its last item,
-    or what `reads` says for a plain table)."""
+    """Delete a memo table's entries that read any of `facts`: a Memo through its index, a plain table
+    (the value hazards' and boundaries' few) by looking at each entry (its reads are what `reads` says)."""
     if isinstance(table, Memo):
         table.drop(facts)
         return

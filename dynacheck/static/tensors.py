@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dynacheck.static.ir import Expr, dotted, render
+from dynacheck.static.memo import drop_reading
 from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
 from dynacheck.static.summary import CallSite, FunctionSummary
 from dynacheck.static.value_uses import TENSOR, is_tensor_annotation
-from dynacheck.static.values import Evaluator, Scope, Value, drop_reading, evolve
+from dynacheck.static.values import Evaluator, Scope, Value, evolve
 
 # Tensor methods and attributes whose result is not a tensor.
 PYTHON_METHODS = frozenset({

@@ -12,7 +12,7 @@ from dynacheck import model as m
 from dynacheck.static.classes import ClassModel, is_plain_property
 from dynacheck.static.index import Index
 from dynacheck.static.ir import Expr, annotation_expr
-from dynacheck.static.memo import Memo, drop_reading, entry_reads, kept  # noqa: F401 - drop_reading re-exported
+from dynacheck.static.memo import Memo, drop_reading
 from dynacheck.static.value_calls import CallValues
 from dynacheck.static.value_containers import ContainerValues
 from dynacheck.static.value_types import (  # noqa: F401 - re-exported: the rest of the engine imports them here
@@ -72,20 +72,18 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         what it works out (names, attributes, returns, guards, expansions) never asks the GPU."""
         child = Evaluator(self.index, deployment)
         child._scopes = dict(self._scopes)  # built from the index alone
-        for table in ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors"):
-            setattr(child, table, kept(getattr(self, table), dirty))
-        child.partial._memo = kept(self.partial._memo, dirty)
-        child.sites = kept(self.sites, dirty)  # its tuple entries: objects kept there are per deployment
-        child._receivers, child._signatures = kept(self._receivers, dirty), kept(self._signatures, dirty)
+        for table in ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors", "_receivers", "_signatures"):
+            setattr(child, table, getattr(self, table).kept(dirty))
+        child.partial._memo = self.partial._memo.kept(dirty)
+        child.sites = self.sites.kept(dirty)  # its tuple entries: objects kept there are per deployment
         return child
 
     def forget(self, facts: int) -> None:
         """Drop, in place, what read any of `facts` (a census switching the model class between two
         forwards of one deployment: ScanSession.engine). Scopes are built from the index alone: kept."""
         for table in (self._names, self._globals, self._returns, self._attrs, self._mro, self._constructors,
-                      self._receivers, self._signatures, self.partial._memo):
+                      self._receivers, self._signatures, self.partial._memo, self.sites):
             drop_reading(table, facts)
-        drop_reading(self.sites, facts, entry_reads)
 
     def reads_begin(self) -> int:
         saved, self.partial.reads = self.partial.reads, 0
