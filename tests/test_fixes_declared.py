@@ -251,3 +251,34 @@ def test_def_lines_from_ast_are_libcsts_positions():
     got = _def_lines(module, text)
     assert got and all(expected[k] == line for k, line in got.items())
     assert sorted(got.values()) == [5, 6, 9, 17]  # module-level defs and the defs one level in
+
+
+def test_declared_fix_reads_only_from_the_caller_of_the_first_declaring_hop(tmp_path):
+    """A census memoizes declared_fix by `declared_reads`: chains equal from the caller of the first hop
+    whose file declares ops (and in the entry's package) must get equal fixes, and a chain that differs
+    there must not share the key."""
+    from dataclasses import replace as swap
+
+    from dynacheck.catalog import load_catalog
+    from dynacheck.fixes.from_declared import declared_fix, declared_reads
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession
+
+    findings = scan_roots([ROOT], ["usermodel.model:Model.forward"], cache_dir=tmp_path).findings
+    session = ScanSession.open([resolve_target(str(ROOT), cache_dir=tmp_path)], tmp_path)
+    locate = session.finding_builder(load_catalog())._locate
+    chains = [f.chain for f in findings if f.outcome.fatal_under_fullgraph and len(f.chain) >= 3]
+    assert chains
+    for chain in chains:
+        # the compiled entry one call above the model: the first declaring hop is then at 2 or deeper
+        deeper = (swap(chain[0], function="usermodel.model.Outer.forward", code="y = self.model(x)"), *chain)
+        reads = declared_reads(deeper, locate)
+        assert reads is not None and reads[1] == 2
+        # another way into the same caller: the hop above it is another model's own layer
+        other = (swap(deeper[0], function="usermodel.model.Other.forward", code="z = self.inner(x)"), *chain)
+        assert declared_reads(other, locate) == reads
+        assert declared_fix(other, locate) == declared_fix(deeper, locate)
+        assert declared_fix(deeper, locate)[0] is not None
+        # the caller's own call line is read (`factory(...).attr`): a change there is another key
+        moved = (deeper[0], swap(deeper[1], code="x = other()"), *deeper[2:])  # deeper[2]: the first declaring hop
+        assert declared_reads(moved, locate) != reads

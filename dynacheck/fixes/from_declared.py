@@ -16,6 +16,7 @@ report shows is what gets applied.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable, Sequence
 
@@ -29,12 +30,19 @@ SEAL = "# dynacheck seal: "
 def seal(code: str) -> str:
     """The code with an HMAC line (the user's key, kept outside the cache): `fix --emit` pastes only
     code whose seal verifies, so a tampered scan file cannot put code into the patch module."""
-    from dynacheck.sources.trust import sign, signing_key
+    from dynacheck.sources.trust import signing_key
 
     key = signing_key()
     if key is None:
         return code
-    body = code.rstrip("\n") + "\n"
+    return _sealed(key, code.rstrip("\n") + "\n")
+
+
+@functools.lru_cache(maxsize=256)
+def _sealed(key: bytes, body: str) -> str:
+    """A census seals the same few snippets for thousands of chains: each is signed once per key."""
+    from dynacheck.sources.trust import sign
+
     return body + SEAL + sign(key, body.encode("utf-8")).hex() + "\n"
 
 
@@ -60,6 +68,23 @@ OP_BODY_FAKES = {
 }
 
 Locate = Callable[[str], "tuple[str, str, str] | None"]  # function -> (module, qualname, path)
+
+
+def declared_reads(chain: Sequence[Hop], locate: Locate) -> tuple | None:
+    """What `declared_fix` reads of a chain, or None when no hop's file declares ops (then it finds no
+    fix and no reason): the hops from the caller of the first hop whose file declares ops (start), the
+    entry's package (`_library_entry`), and whether start is 0, 1 or more (`i == 0`, `caller == 0`).
+    A census asks for thousands of chains that differ only above that hop (each model's own layers
+    down to the same `ModelOptFp4LinearMethod.apply` -> `fp4_quantize`)."""
+    start = next((i for i, hop in enumerate(chain) if _declares(hop, locate)), None)
+    if start is None:
+        return None
+    return chain[0].package, min(start, 2), tuple(chain[max(start - 1, 0):])
+
+
+def _declares(hop: Hop, locate: Locate) -> bool:
+    found = locate(hop.function)
+    return found is not None and bool(read_file(found[2], found[0]))
 
 
 def declared_fix(chain: Sequence[Hop], locate: Locate) -> tuple[Fix | None, str]:

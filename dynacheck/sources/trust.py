@@ -10,6 +10,7 @@ fail the check and are parsed again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -27,10 +28,16 @@ _loaded: dict[Path, bytes | None] = {}  # cache of the key per state folder, for
 
 def state_dir() -> Path:
     """Where the key lives: never inside the cache folder."""
-    configured = os.environ.get(STATE_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_STATE_HOME", "").strip()
+    environ = os.environ
+    return _state_dir(environ.get(STATE_ENV, ""), environ.get("XDG_STATE_HOME", ""), environ.get("HOME", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _state_dir(configured: str, xdg: str, home: str) -> Path:
+    """Per environment (a census signs thousands of fix snippets, each asking for the key's folder)."""
+    if configured.strip():
+        return Path(configured.strip()).expanduser()
+    xdg = xdg.strip()
     return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "dynacheck"
 
 

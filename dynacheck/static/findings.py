@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from dynacheck.catalog import Catalog, Rule
-from dynacheck.fixes.from_declared import declared_fix
+from dynacheck.fixes.from_declared import declared_fix, declared_reads
 from dynacheck.fixes.out_kernels import out_kernel_fix
 from dynacheck.fixes.place import HopFacts, boundary_index, op_returns_ok, place
 from dynacheck.gate.fingerprint import assign_fingerprints
@@ -94,6 +94,7 @@ class FindingBuilder:
         self._facts: dict[tuple[str, str], HopFacts] = {}
         self._placements: dict[tuple, tuple] = {}
         self._declared_fixes: dict[tuple, tuple] = {}
+        self._declared_by_reads: dict[tuple, tuple] = {}  # declared_reads -> declared_fix's answer
         # walk signature -> (the hits' call sites, kept so their ids stay theirs; the findings)
         self._built: dict[tuple, tuple] = {}
         self._first_breaks: dict[tuple, dict] = {}
@@ -163,7 +164,11 @@ class FindingBuilder:
         """The declared-op (or out-kernel) fix for this chain, and why none applies."""
         hit = self._declared_fixes.get(chain)
         if hit is None:
-            declared, why = declared_fix(chain, self._locate)
+            reads = declared_reads(chain, self._locate)
+            found = self._declared_by_reads.get(reads) if reads is not None else (None, "")
+            if found is None:
+                found = self._declared_by_reads[reads] = declared_fix(chain, self._locate)
+            declared, why = found
             hit = self._declared_fixes[chain] = (declared or out_kernel_fix(chain, self._locate), why)
         return hit
 
