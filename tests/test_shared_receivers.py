@@ -18,20 +18,20 @@ SPEC = DeploymentSpec(framework=ROOT / "depfx.toml", gpu="sm90", platform="cuda"
 MODELS = ("One", "Two", "Three", "Four")
 
 
-def _census(cache) -> tuple[list[str], dict[str, dict]]:
+def _census(cache, models=MODELS, layer="Linear.forward") -> tuple[list[str], dict[str, dict]]:
     """Each model's forward scanned in one session (as a census does): the allocations whose
     `Linear.forward` the walks expanded, and each scan's JSON without its timings."""
     targets = [resolve_target(str(ROOT), cache_dir=cache)]
     session = ScanSession.open(targets, cache)
     answers = {}
-    for model in MODELS:
+    for model in models:
         result = scan_targets(targets, [f"depfx.shared_layers:{model}.forward"], None, cache_dir=cache,
                               deployment=SPEC, session=session)
         answers[model] = {k: v for k, v in json.loads(render_json(result)).items() if k != "stats"}
     evaluator = session.engine(SPEC)[1]
     scopes = [v[0] for k, v in evaluator.sites.items() if k[0] == "expand"]
     owners = [s.self_cls.scope.function.qualname for s in scopes
-              if s.function is not None and s.function.qualname == "Linear.forward"]
+              if s.function is not None and s.function.qualname == layer]
     return sorted(owners), answers
 
 
@@ -65,3 +65,17 @@ def test_one_call_that_allocates_two_classes_gives_each_its_own_receiver(scan_ca
     monkeypatch.setattr(values, "_believed", lambda value: ())  # the control: the allocation alone
     _, answers = _census(tmp_path / "cache")
     assert "subprocess.check_output" not in _callees(answers["Four"])
+
+
+def test_arguments_that_are_unknown_either_way_do_not_split_a_receiver(scan_cache, tmp_path, monkeypatch):
+    """`Routed(size)` and `Routed(hidden)`: two unknowns, named otherwise; nothing the evaluator reads of
+    the instance differs (a class or function argument binds the constructor, a constant is read by the
+    partial evaluator), so one expansion serves both. `Routed(size, extra=Probe)` is its own."""
+    models = ("Five", "Six", "Seven")
+    owners, shared = _census(scan_cache, models, "Routed.forward")
+    assert owners == ["Five.__init__", "Seven.__init__"]
+    assert [m for m in models if "subprocess.run" in _callees(shared[m])] == ["Seven"]
+    monkeypatch.setattr(values.Evaluator, "walk_scope", values.Evaluator.function_scope)
+    owners, alone = _census(tmp_path / "cache", models, "Routed.forward")
+    assert owners == ["Five.__init__", "Seven.__init__", "Six.__init__"]
+    assert shared == alone

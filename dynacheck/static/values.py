@@ -160,7 +160,8 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         args, kwargs, scope = allocation
         parts = []
         for tag, expr in [*enumerate(args), *sorted(kwargs.items())]:
-            parts.append((tag, self.partial.const(expr, scope, 0), tuple(self.eval(expr, scope))))
+            parts.append((tag, self.partial.const(expr, scope, 0),
+                          tuple(v for v in self.eval(expr, scope) if v.kind in ("cls", "func"))))
         return _believed(inst) + (tuple(parts),)
 
     def _new_scope(self, func: Value, bound: tuple) -> Scope | None:
