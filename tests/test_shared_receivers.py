@@ -79,3 +79,21 @@ def test_arguments_that_are_unknown_either_way_do_not_split_a_receiver(scan_cach
     owners, alone = _census(tmp_path / "cache", models, "Routed.forward")
     assert owners == ["Five.__init__", "Seven.__init__", "Six.__init__"]
     assert shared == alone
+
+
+def test_a_layer_passed_only_to_getattr_is_not_bound_but_one_a_test_reads_is(scan_cache, tmp_path):
+    """`flag_of(self)` returns `getattr(layer, ...)`: bound to each receiver, every linear layer of a census
+    was its own node of SGLang's `use_intel_amx_backend(layer)`. `probe_if_asked(self)` tests `layer.probe`,
+    so each receiver keeps its node there, and only Nine's probe runs."""
+    models = ("Eight", "Nine")
+    _, answers = _census(scan_cache, models)
+    assert [m for m in models if "subprocess.run" in _callees(answers[m])] == ["Nine"]
+    targets = [resolve_target(str(ROOT), cache_dir=tmp_path)]
+    session = ScanSession.open(targets, tmp_path)
+    for model in models:
+        scan_targets(targets, [f"depfx.shared_layers:{model}.forward"], None, cache_dir=tmp_path,
+                     deployment=SPEC, session=session)
+    expanded = [v[0].function.qualname for k, v in session.engine(SPEC)[1].sites.items()
+                if k[0] == "expand" and v[0].function is not None]
+    assert expanded.count("flag_of") == 1
+    assert expanded.count("probe_if_asked") == 2

@@ -363,7 +363,7 @@ class Reacher:
         fn = self.ev.index.function(func.module, func.name)
         if fn is None:
             return ()
-        wanted = _guard_names(fn)
+        wanted = _guard_names(fn, self.ev.index.module(func.module))
         if not wanted:
             return ()
         params = list(fn.params)
@@ -435,7 +435,7 @@ def _calls_in(expr) -> int:
 _GUARD_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
 
 
-def _guard_names(fn) -> frozenset:
+def _guard_names(fn, module=None) -> frozenset:
     """Parameters that decide branches here or below: read by a branch test (directly or through a
     local assigned from them: `use_grouped = config.use_grouped`), or passed on to a call, where the
     callee may branch on them (`select_experts(topk_config=...)` -> `if topk_group * n_group >= topk`)."""
@@ -448,10 +448,26 @@ def _guard_names(fn) -> frozenset:
                 if value and value[0] not in ("fn", "cls"):
                     names |= names_in([value])
         # an f-string argument is text (a name, a message): the callee does not branch on the parameters in it
-        names |= names_in([a for call in fn.calls for a in (*call.args, *(v for _, v in call.kwargs))
-                           if a and a[0] != "fs"])
+        names |= names_in([a for call in fn.calls if not _introspection(call, fn, module)
+                           for a in (*call.args, *(v for _, v in call.kwargs)) if a and a[0] != "fs"])
         _GUARD_NAMES[key] = (fn, frozenset(names & set(fn.params) - {"self", "cls"} - _tensors_only(fn)))
     return _GUARD_NAMES[key][1]
+
+
+INTROSPECTION = frozenset({"getattr", "hasattr", "isinstance", "issubclass"})
+
+
+def _introspection(call: CallSite, fn, module) -> bool:
+    """A call of Python's own `getattr`/`hasattr`/`isinstance`/`issubclass` (the name bound nowhere in the
+    function or its module): the walk enters no body there, so a parameter passed only to it decides no
+    callee's branch (`use_intel_amx_backend(layer)` returns `getattr(layer, ...)`; bound, each linear
+    layer of a census was its own node). What it returns still counts where a test reads it."""
+    func = call.func
+    if not func or func[0] != "n" or func[1] not in INTROSPECTION:
+        return False
+    name = func[1]
+    return not (name in fn.params or name in fn.assigns or name in fn.local_imports
+                or (module is not None and name in module.bindings))
 
 
 def _tensors_only(fn) -> set[str]:
