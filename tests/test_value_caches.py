@@ -44,3 +44,23 @@ def test_a_scope_copied_with_other_bindings_has_its_own_memo_key():
     assert _scope_key(bound) != key and _scope_key(bound)[3] == (("quant_config", (("const", "", "", ""),)),)
     receiver = evolve(scope, self_cls=Value("cls", "pkg.mod", "Layer"))
     assert _scope_key(receiver)[2] == "Layer" and _scope_key(receiver) != key
+
+
+def test_a_value_built_by_its_own_init_is_the_dataclass_it_declares():
+    """Value sets its fields straight into its dict (fast); it must still be the frozen dataclass the
+    engine compares, hashes, copies and pickles: every field in order, its defaults, no assignment."""
+    import dataclasses
+
+    import pytest
+
+    names = [f.name for f in dataclasses.fields(Value)]
+    args = ("inst", "pkg.mod", "TopK", "self method", "medium", (1,), None, None, ("n", "x"), "a note", ("c",))
+    built = Value(*args)
+    assert [getattr(built, n) for n in names] == list(args)
+    assert Value("ext") == Value(kind="ext", module="", name="", confidence="high", items=(), note="", cond=())
+    assert Value("ext").via == dataclasses.fields(Value)[names.index("via")].default
+    assert built == Value(**dict(zip(names, args))) and hash(built) == hash(Value(*args))
+    assert dataclasses.replace(built, name="X") == Value(*args[:2], "X", *args[3:])
+    assert pickle.loads(pickle.dumps(built)) == built
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.kind = "cls"
