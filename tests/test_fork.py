@@ -161,3 +161,34 @@ def test_findings_of_a_walk_seen_before_are_built_once_per_session(scan_cache, m
     other = scan("sm90")
     assert len(ranked) == 2 and _sites(other) != _sites(first)
     assert _sites(other) == _sites(scan_roots([ROOT], [ENTRY], cache_dir=scan_cache, deployment=_spec("sm90")))
+
+
+def test_a_fork_for_another_format_keeps_the_expansion_of_a_layer_that_reads_none(scan_cache, monkeypatch):
+    """`Block`'s constructor reads the quant config (its attributes are recomputed on an fp8 -> fp4 fork),
+    but the `Norm` it allocates is the same instance each time it is read (the constructor's scope is one
+    object per receiver and bindings: Evaluator.method_scope), so `Norm.forward`, which reads nothing of the
+    quantization, is expanded once for both formats; `Linear.forward`'s method differs and is expanded again."""
+    from dynacheck.static.reach import Reacher
+
+    expanded = []
+    expansion = Reacher._expansion
+
+    def counting(self, key, scope):
+        hit = self.ev.sites.get(("expand", id(scope), key.mode))
+        if not (hit is not None and hit[0] is scope):
+            expanded.append(key.qualname)
+        return expansion(self, key, scope)
+
+    monkeypatch.setattr(Reacher, "_expansion", counting)
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    results, previous = [], None
+    for quantization in ("fp8", "fp4"):
+        spec = _quant_spec(quantization)
+        session.engine(spec, fork_from=previous)
+        results.append(scan_targets(targets, ["quantfx.stacked:Stacked.forward"], None, cache_dir=scan_cache,
+                                    deployment=spec, session=session))
+        previous = spec
+    assert expanded.count("Norm.forward") == 1 and expanded.count("Linear.forward") == 2
+    callees = [{f.site.callee for f in r.findings} for r in results]
+    assert callees == [{"subprocess.run", "subprocess.check_output"}, {"subprocess.run", "builtins.print"}]

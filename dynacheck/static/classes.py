@@ -83,7 +83,7 @@ class ClassModel:
                     if fn is None:
                         continue
                     bound = self.constructor_bindings(inst, cls, fn) if fn.name == "__init__" else ()
-                    scope = Scope(module, fn, evolve(inst, kind="cls"), bound)
+                    scope = self.method_scope(module, fn, evolve(inst, kind="cls"), bound)
                     for expr in self.partial.self_assignments(inst, fn, module, attr):
                         values.extend(self.eval(expr, scope, depth + 1))
                     if f"self.{attr}" in fn.annotations:
@@ -161,7 +161,7 @@ class ClassModel:
         module = self.index.module(sub.module)
         if call is None or module is None:
             return {}
-        scope = Scope(module, sub_init, evolve(inst, kind="cls"), self.constructor_bindings(inst, sub, sub_init))
+        scope = self.method_scope(module, sub_init, evolve(inst, kind="cls"), self.constructor_bindings(inst, sub, sub_init))
         passed = [*zip(init.params[1:], call.args), *((n, a) for n, a in call.kwargs if n in init.params)]
         # only names (a parameter, a global, `module.Class`): an argument read from `self` or a call would
         # evaluate the instance's attributes, whose own bindings are the ones being worked out here

@@ -157,10 +157,8 @@ class MemberEvaluation:
     def _method_scope(self, inst: Value, fn, module, depth: int) -> Scope:
         """A method of the instance's class as the instance runs it: `__init__` with the arguments
         its allocation passed bound."""
-        scope = Scope(module, fn, evolve(inst, kind="cls"))
-        if fn.name == "__init__":
-            scope = evolve(scope, bound=self._constructor_arguments(inst, fn, depth, module))
-        return scope
+        bound = self._constructor_arguments(inst, fn, depth, module) if fn.name == "__init__" else ()
+        return self.ev.method_scope(module, fn, evolve(inst, kind="cls"), bound)
 
     def self_assignments(self, inst: Value, fn, module, attr: str) -> list:
         """The values of a method's `self.attr = ...` that may run for this instance: not those under a

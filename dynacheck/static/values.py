@@ -97,8 +97,14 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
     # ----- scopes ------------------------------------------------------------------------------
 
     def module_scope(self, module: str) -> Scope | None:
-        summary = self.index.module(module)
-        return Scope(summary) if summary is not None else None
+        """One scope object per module: what is allocated at module level remembers it (an instance's
+        scope is part of its identity in every memo key), so a new object per ask made a new instance."""
+        key = ("module", module)
+        cached = self._scopes.get(key)
+        if cached is None:
+            summary = self.index.module(module)
+            cached = self._scopes[key] = Scope(summary) if summary is not None else False
+        return cached or None
 
     def function_scope(self, func: Value, bound: tuple = ()) -> Scope | None:
         """The scope of a function with these bound parameters: one object per (function, receiver,
@@ -111,6 +117,19 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         if cached is None:
             cached = self._scopes[key] = self._new_scope(func, bound) or False
         return cached or None
+
+    def method_scope(self, module, fn, self_cls: Value, bound: tuple = ()) -> Scope:
+        """The scope a method of a receiver runs in, one object per (method, receiver, bindings): what
+        a constructor allocates there remembers it, and the same instance then has the same identity
+        each time it is read, in every evaluator forked from this one (a census's next deployment)."""
+        key = ("method", module.module, fn.qualname, self_cls, bound)
+        try:
+            cached = self._scopes.get(key)
+        except TypeError:  # an unhashable bound value
+            return Scope(module, fn, self_cls, bound)
+        if cached is None:
+            cached = self._scopes[key] = Scope(module, fn, self_cls, bound)
+        return cached
 
     def walk_scope(self, func: Value, bound: tuple = ()) -> Scope | None:
         """The scope the walk expands a node in: a receiver built like one met before (the same class,
