@@ -32,7 +32,7 @@ def _scan(root: Path, cache: str) -> dict:
     return child(_CHILD, str(root), cache)
 
 
-def _round(root: Path) -> dict:
+def _round(root: Path, args=None) -> dict:
     """A cold scan, then a warm one in a new process over the cache it filled (imports not counted)."""
     with tempfile.TemporaryDirectory(prefix="dynacheck-scan-against-") as cache:
         cold = _scan(root, cache)
