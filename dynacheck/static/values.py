@@ -133,7 +133,8 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
 
     def walk_scope(self, func: Value, bound: tuple = ()) -> Scope | None:
         """The scope the walk expands a node in: a receiver built like one met before (the same class,
-        and every constructor argument the same, as a known value and as evaluated values) is that
+        and every constructor argument the same, as a known value and as the classes and functions it
+        evaluates to, which are all that binds the constructor: `constructor_bindings`) is that
         one, so its methods are expanded once. A census walks 100+ models whose layers are the same
         `RowParallelLinear(..., quant_config=quant_config, prefix=...)` allocated in each model's
         own constructor; what the evaluator can tell of an instance comes from its class and those
@@ -172,7 +173,8 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
 
     def _receiver_signature(self, inst: Value) -> tuple | None:
         """Everything the evaluator can read of an allocation: its class, how the value was believed,
-        and each argument of the constructor call, as the partial evaluator and as `eval` see it."""
+        and each argument of the constructor call, as the partial evaluator sees it and as the classes and
+        functions `eval` gives (an unknown named `hidden_size` and one named `size` tell it the same)."""
         allocation = self.partial.allocation(inst)
         if allocation is None:
             return None
