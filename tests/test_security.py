@@ -277,3 +277,24 @@ def test_a_tree_another_scan_built_meanwhile_is_kept_not_replaced(tmp_path):
     assert root == seen["root"]
     assert (root / "racepkg" / "a.py").stat().st_ino == seen["inode"]  # same files: never swapped under a reader
     assert [p.name for p in root.parent.iterdir()] == [root.name]  # our copy was dropped, nothing left over
+
+
+def test_a_cache_entry_is_written_whole_and_a_planted_temporary_name_is_not_followed(tmp_path):
+    """static/cache.write_replacing names its temporary file by the process id: a file or a link
+    planted at that name is neither opened nor overwritten (O_EXCL | O_NOFOLLOW); the entry is still
+    written, under a random name instead."""
+    from dynacheck.static.cache import write_replacing
+
+    folder = tmp_path / "summaries"
+    folder.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    planted = folder / f".entry.pickle.{os.getpid()}.tmp"
+    planted.symlink_to(victim)
+    assert write_replacing(str(folder), "entry.pickle", b"payload")
+    assert (folder / "entry.pickle").read_bytes() == b"payload"
+    assert victim.read_text() == "keep me" and planted.is_symlink()
+    assert write_replacing(str(folder), "entry.pickle", b"second")  # replaced whole
+    assert (folder / "entry.pickle").read_bytes() == b"second"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["entry.pickle", planted.name])
+    assert not write_replacing(str(tmp_path / "missing"), "entry.pickle", b"x")  # no folder: False, no raise

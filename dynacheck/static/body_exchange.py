@@ -17,10 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from pathlib import Path
 
-from dynacheck.static.cache import SummaryUnpickler
+from dynacheck.static.cache import SummaryUnpickler, write_replacing
 from dynacheck.static.summary import ModuleSummary
 
 
@@ -46,12 +45,10 @@ class BodyExchange:
         if os.path.exists(path):
             return
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(part, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except (OSError, pickle.PicklingError, RecursionError):
-            pass
+            data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, RecursionError):
+            return
+        write_replacing(str(self.folder), os.path.basename(path), data)
 
     def _path(self, key: str, name: str) -> str:
         return os.path.join(self.folder, f"{key}-{hashlib.sha1(name.encode()).hexdigest()[:16]}.pickle")
