@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -472,6 +473,30 @@ def test_the_census_refuses_a_deployment_whose_flag_the_sglang_lacks(tmp_path):
     assert census["cells"] and "refused" not in census["deployments"][0]
 
 
+def test_more_workers_cut_the_chains_into_more_parts_in_proportion():
+    """Up to two workers, the layout of before (the first and last chains in two halves); with more,
+    one part per worker, the chains cut in proportion to their forwards, each part interleaved."""
+    from dynacheck.census.run import _tasks
+
+    matrix = default_deployments()
+    chain = [d for d in matrix if d.name.startswith("bf16/")]  # one family
+    forwards = [f"f{i}" for i in range(10)]
+    wanted = {f: chain for f in forwards}
+    for workers in (1, 2):
+        halves = _tasks(chain, forwards, wanted, workers)
+        assert [walks[0] for _, walks in halves] == [forwards[0::2], forwards[1::2]]
+    five = _tasks(chain, forwards, wanted, 5)
+    assert [walks[0] for _, walks in five] == [forwards[i::5] for i in range(5)]
+    assert all(c == chain and all(w == walks[0] for w in walks) for c, walks in five)
+    assert len(_tasks(chain, forwards[:3], {f: chain for f in forwards[:3]}, 8)) == 3  # a part has a forward
+    other = [replace(d, name="x" + d.name, server_args=d.server_args + " --tp-size 2") for d in chain]
+    assert other[0].family() != chain[0].family()
+    both = {f: chain for f in forwards} | {f"g{i}": other for i in range(2)}
+    parts = _tasks(chain + other, forwards + ["g0", "g1"], both, 6)
+    assert [len(c) and c[0].name for c, _ in parts].count("bf16/sm90") == 5  # 10 forwards against 2
+    assert sorted(f for c, walks in parts if c == other for f in walks[0]) == ["g0", "g1"]
+
+
 @pytest.mark.wheels
 @pytest.mark.slow
 def test_cells_are_the_same_whatever_the_number_of_jobs(pinned_targets, tmp_path):
@@ -482,17 +507,20 @@ def test_cells_are_the_same_whatever_the_number_of_jobs(pinned_targets, tmp_path
 
     models = ["LlamaForCausalLM", "DeepseekV3ForCausalLM", "ExaoneMoEForCausalLM", "BailingMoeForCausalLM"]
     wanted = [d for d in default_deployments() if d.name in ("bf16/sm90", "bf16/sm100", "fp8/sm100")]
-    said: dict[int, list[str]] = {1: [], 2: []}
+    said: dict[int, list[str]] = {1: [], 2: [], 3: []}
     one = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=1, models=models, progress=said[1].append)
     two = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=2, models=models,  # cache now warm
                      progress=said[2].append)
-    assert one.stats["jobs"] == 1 and two.stats["jobs"] == 2
+    three = run_census(pinned_targets, wanted, cache_dir=tmp_path, jobs=3, models=models,  # the chain cut in 3
+                       progress=said[3].append)
+    assert one.stats["jobs"] == 1 and two.stats["jobs"] == 2 and three.stats["jobs"] == 3
     assert len(one.cells) == len(models) * len(wanted)
-    assert one.cells == two.cells
-    # progress: one line per deployment of each half of the chain, read from the workers as they go
+    assert one.cells == two.cells == three.cells
+    # progress: one line per deployment of each part of the chain, read from the workers as they go
     for jobs, lines in said.items():
         passes = [line for line in lines if "deployment passes walked" in line]
-        assert [p.split()[1] for p in passes] == [f"{k}/6" for k in range(1, 7)], (jobs, lines)
+        steps = 3 * max(2, jobs)
+        assert [p.split()[1] for p in passes] == [f"{k}/{steps}" for k in range(1, steps + 1)], (jobs, lines)
         assert lines[0].startswith(f"census: {len(models)} model classes") and f"walked in {jobs} process" in lines[0]
         assert f"({len(models) * len(wanted)} forward x deployment pairs" in passes[-1]
     assert any(c["fatal_sites"] for c in one.cells) and any(c["conditional_sites"] for c in one.cells)

@@ -262,16 +262,19 @@ def _walk_cell(deployment: CensusDeployment, entry: str,
 
 
 def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
-           wanted: dict[str, list[CensusDeployment]]) -> list[tuple[list[CensusDeployment], list[list[str]]]]:
+           wanted: dict[str, list[CensusDeployment]], workers: int = 2) -> list[tuple[list[CensusDeployment], list[list[str]]]]:
     """The census's units of work: chains of deployments that differ in their GPU and checkpoint
     format only (CensusDeployment.family: one evaluator per chain, forked from one deployment to
-    the next: ScanSession.engine), each with its forwards in one fixed order. A task's evaluators
-    live in one process and see the same scans whatever the number of jobs, so the cells do not
-    depend on it.
+    the next: ScanSession.engine), each with its forwards in one fixed order.
 
     The first and the last chains (the default matrix is one) are walked in two fixed halves of
     their forwards, each with evaluators of its own, so that two workers start on different
-    forwards and finish together."""
+    forwards and finish together. With more `workers` than that gives tasks, the chains are cut
+    further, each into interleaved parts (`forwards[i::k]`) in proportion to its forwards, so that
+    every worker has one: a census on 16 cores is not walked on 2.
+
+    A cell does not depend on how its chain is cut: each equals a scan of that cell alone
+    (`python bench/census_alone.py`), and `tests/test_census.py` compares 1, 2 and 3 workers."""
     chains: dict[tuple, list[CensusDeployment]] = {}
     for deployment in deployments:
         chains.setdefault(deployment.family(), []).append(deployment)
@@ -280,11 +283,20 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
         walks = [[e for e in entries if d in wanted[e]] for d in chain]
         if any(walks):
             tasks.append((chain, walks))
-    for at in sorted({0, len(tasks) - 1} if tasks else (), reverse=True):
-        chain, walks = tasks[at]
-        if max(len(w) for w in walks) > 1:
-            tasks[at:at + 1] = [(chain, [w[0::2] for w in walks]), (chain, [w[1::2] for w in walks])]
-    return tasks
+    cuts = [1] * len(tasks)
+    for at in {0, len(tasks) - 1} if tasks else ():
+        cuts[at] = 2
+    if workers > sum(cuts):  # one part per worker, shared by the chains in proportion to their forwards
+        sizes = [len(set().union(*map(set, walks))) for _, walks in tasks]
+        cuts = [1] * len(tasks)
+        while sum(cuts) < workers and any(c < n for c, n in zip(cuts, sizes)):
+            at = max((i for i in range(len(tasks)) if cuts[i] < sizes[i]), key=lambda i: sizes[i] / cuts[i])
+            cuts[at] += 1
+    out = []
+    for (chain, walks), k in zip(tasks, cuts):
+        k = min(k, max(len(w) for w in walks))
+        out.extend((chain, [w[i::k] for w in walks]) for i in range(max(1, k)))
+    return out
 
 
 def _one_failure(results: dict[tuple[str, str], dict[str, Any] | str]) -> str:
@@ -417,8 +429,9 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         if model.entry in wanted:
             classes.setdefault(model.entry, []).append(model.name)
     modules = {model.name: model.module for model in registered}
-    tasks = _tasks(deployments, entries, wanted)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks) or 1))
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    tasks = _tasks(deployments, entries, wanted, jobs)
+    jobs = min(jobs, len(tasks) or 1)
     passes = _Progress(progress, sum(len(chain) for chain, _ in tasks))
     if progress:
         progress(f"census: {len(registered)} model classes, {len(entries)} distinct forwards x {len(deployments)} "
