@@ -29,7 +29,9 @@ _CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from dynacheck.sources.resolve import resolve_target
-targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
+import os
+specs = os.environ.get("DYNACHECK_BENCH_TARGETS", "sglang==0.5.9,flashinfer-python==0.6.3").split(",")
+targets = [resolve_target(s, offline=True) for s in specs]
 cache, what, jobs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 started = time.perf_counter()
 if what == "flagship":
@@ -52,7 +54,7 @@ def _run(what: str, jobs: int, **env: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="dynacheck-census-bench-") as cache:
         out = subprocess.run([sys.executable, "-c", _CHILD, cache, what, str(jobs)], check=True,
                              capture_output=True, text=True,
-                             env=os.environ | {"PYTHONPATH": str(Path.cwd())} | env)
+                             env=os.environ | {"PYTHONPATH": os.pathsep.join(filter(None, (str(Path.cwd()), os.environ.get("PYTHONPATH"))))} | env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
