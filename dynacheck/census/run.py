@@ -295,7 +295,7 @@ def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
     out = []
     for (chain, walks), k in zip(tasks, cuts):
         k = min(k, max(len(w) for w in walks))
-        out.extend((chain, [w[i::k] for w in walks]) for i in range(max(1, k)))
+        out.extend((chain, [w[i::k] for w in walks]) for i in range(k))
     return out
 
 
