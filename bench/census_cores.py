@@ -21,7 +21,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from census_bench import _run  # bench/ is this script's folder
+from census_bench import _pss, _run  # bench/ is this script's folder
 from scan_bench import publish
 
 SECTION = "## Census on more cores against one cold flagship scan"
@@ -48,15 +48,15 @@ def main() -> int:
     lines = [SECTION, "", f"Command: `{command}` (cold: each run its own empty summary cache; Python "
              f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores; "
              f"targets {args.targets.replace(',', ', ')})", "",
-             "| workers | cold flagship scan, median | cold census, median (runs) | census / flagship, median of paired runs | peak RSS, main + workers (upper bound) |",
-             "| ---: | ---: | ---: | ---: | ---: |"]
+             "| workers | cold flagship scan, median | cold census, median (runs) | census / flagship, median of paired runs | peak RSS, main + workers (upper bound) | peak memory: sum of PSS, sampled |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
     for j in counts:
         census = [c[j] for _, c in rounds]
         ratios = [c[j]["seconds"] / f["seconds"] for f, c in rounds]
         lines.append(f"| {census[0]['jobs']} | {statistics.median(flagship_s):.1f} s | "
                      f"{statistics.median(c['seconds'] for c in census):.1f} s "
                      f"({', '.join(format(c['seconds'], '.1f') for c in census)}) | **{statistics.median(ratios):.1f}x** | "
-                     f"{max(c['rss_total_mb'] for c in census):.0f} MB |")
+                     f"{max(c['rss_total_mb'] for c in census):.0f} MB | {_pss(census)} |")
     cells = {c["cells"] for _, r in rounds for c in r.values()}
     lines += ["", f"{cells.pop()} cells in every census run." if len(cells) == 1
               else f"Cell counts differ between runs: {sorted(cells)}.", ""]
