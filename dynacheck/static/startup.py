@@ -85,13 +85,14 @@ def model_class_module(locator, package: str, name: str) -> str:
         return ""
     defines = re.compile(rb"^class " + re.escape(name.encode()) + rb"\b", re.MULTILINE)
     registers = re.compile(rb"^EntryClass\b[^\n]*\b" + re.escape(name.encode()) + rb"\b", re.MULTILINE)
+    needle = b"class " + name.encode()  # a substring test first: the regex over 3 MB of models took 17 ms
     found = []
     for path in sorted(folder.glob("*.py")):
         try:
             data = path.read_bytes()
         except OSError:
             continue
-        if defines.search(data):
+        if needle in data and defines.search(data):
             found.append((not registers.search(data), f"{package}.{path.stem}"))  # the registering file first
     return min(found)[1] if found else ""
 
