@@ -17,7 +17,7 @@ from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
 from dynacheck.static.partial_values import Obj, Ref, known_name
-from dynacheck.static.value_types import receiver_key
+from dynacheck.static.value_types import allocation_label, receiver_key
 from dynacheck.static.value_uses import TENSOR
 from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
 
@@ -394,7 +394,7 @@ class Reacher:
                     bound.append((name, (Value("known", name=known_name((only,)), items=(only,)),)))
                 elif isinstance(only, Ref) and only.value.kind == "inst" and only.value.expr:
                     # an object built from known arguments (a config dataclass): one node per allocation
-                    label = f"{only.value.name}@{id(only.value.expr)}"
+                    label = f"{only.value.name}@{allocation_label(only.value)}"  # no id(): a stored evaluator keeps it
                     bound.append((name, (Value("known", name=label, items=(only,)),)))
         return tuple(bound)
 
