@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from dynacheck import __version__
+from dynacheck.catalog import rules_folder
 from dynacheck.model import ScanResult, ScanStats
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # dynacheck/: code, rules, presets
@@ -33,6 +34,8 @@ def inputs_key(targets: Sequence[Any], entries: Sequence[str], preset: str | Non
     for path in sorted(_PACKAGE.rglob("*")):
         if path.suffix in (".py", ".toml", ".json") and "__pycache__" not in path.parts:
             _stat_into(digest, path)
+    for path in sorted(rules_folder().glob("*.toml")):  # a checkout's rules/ lies beside the package
+        _stat_into(digest, path)
     return digest.hexdigest()[:40]
 
 
