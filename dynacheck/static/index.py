@@ -6,6 +6,7 @@ regular expression first and parses only the files that name the base.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -35,6 +36,7 @@ class Index:
         self.cache = cache
         self.problems = problems
         self._modules: dict[str, ModuleSummary | None] = {}
+        self.digests: dict[str, str] = {}  # module -> sha256 of the bytes its summary was made from
         self._headers: dict[str, set[str]] | None = None
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.prefetch = None  # prefetch.Prefetch of a single scan: a second core summarizes ahead
@@ -59,6 +61,15 @@ class Index:
     def loaded(self) -> list[ModuleSummary]:
         return [m for m in self._modules.values() if m is not None]
 
+    def looked_up(self) -> dict[str, ModuleSummary | None]:
+        """Every module asked for, None for those not found or not read (engine_store.py keeps them)."""
+        return dict(self._modules)
+
+    def install(self, modules: dict[str, ModuleSummary | None], digests: dict[str, str]) -> None:
+        """Modules summarized in another process from files whose bytes still hash to `digests`."""
+        self._modules.update(modules)
+        self.digests.update(digests)
+
     def _load(self, name: str, path: Path) -> ModuleSummary | None:
         try:
             size = path.stat().st_size
@@ -69,6 +80,7 @@ class Index:
         except OSError as exc:
             self.problems.append(Problem("unreadable", str(path), exc.strerror or str(exc)))
             return None
+        self.digests[name] = hashlib.sha256(data).hexdigest()
         if self.prefetch is None:
             summary = self.cache.summary(path, name, self.locator.is_package(name), data)
         else:

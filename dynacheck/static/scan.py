@@ -17,7 +17,7 @@ from dynacheck import __version__
 from dynacheck.catalog import load_catalog
 from dynacheck.errors import UserError
 from dynacheck.fixes.declared import use_disk_cache
-from dynacheck.static import result_cache
+from dynacheck.static import engine_store, result_cache
 from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
 from dynacheck.deploy.facts import ARCH_FACT
 from dynacheck.fixes.plan import fix_plan
@@ -109,6 +109,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if not all_entries:
         raise UserError("No entry to start from.", "Pass --entry module.path:Class.method or --preset glm5.")
     catalog = load_catalog()
+    alone = single  # not a census: a stored engine may serve it (a benchmark's cold run stores one, as a user's does)
     single = single and observer is None  # a census or a benchmark's cold run walks every time
     problems: list[Problem] = session.problems
     locator, cache, index = session.locator, session.cache, session.index
@@ -122,6 +123,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
             if progress:
                 progress("no input changed since an earlier scan: its answer is reused")
             return reused
+    stored = _stored_engine(session, targets, spec, catalog.torch_version) if alone else None
     facts, evaluator, boundaries = session.engine(spec)
     if facts.refused and not any(p.kind == "refused" for p in problems):
         problems.append(Problem("refused", "", f"this deployment does not start: {facts.refused}"))
@@ -199,7 +201,34 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         cache.flush()  # bodies summarized on demand during this scan: stored for the next one
     if key is not None:
         result_cache.store(cache, key, result, [m.path for m in index.loaded() if not Path(m.path).is_dir()])
+    if stored is not None and stored[1] != _memo_size(evaluator):  # new, or it learned something: kept
+        engine_store.save(cache, stored[0], (facts, evaluator, boundaries), index, problems)
     return result
+
+
+def _stored_engine(session: "ScanSession", targets: Sequence[Target], spec: DeploymentSpec,
+                   torch_version: str) -> tuple[str, int] | None:
+    """For a single scan: the engine store's key for this deployment and, when a stored engine was
+    loaded into the session (engine_store.py), the size of its memo; None when the store is off."""
+    if not engine_store.enabled() or session.cache.folder is None or not engine_store.fresh_process():
+        return None
+    plain = replace(spec, architecture=None)
+    key = engine_store.store_key(result_cache.inputs_key(
+        targets, (), None, plain, False, session.tree_files() + result_cache.spec_files(spec), torch_version))
+    if repr(plain) in session._engines:
+        return key, -1
+    engine = engine_store.load(session.cache, key, session.index, session.problems)
+    if engine is None:
+        return key, -1
+    session._engines[repr(plain)] = engine
+    session.cache.hits += sum(1 for m in session.index.loaded() if not Path(m.path).is_dir())
+    return key, _memo_size(engine[1])
+
+
+def _memo_size(evaluator: Evaluator) -> int:
+    """How much the engine has worked out (its tensor hazards, made again by every scan, not counted)."""
+    return len(evaluator.sites) - (TENSOR_HAZARDS in evaluator.sites) + len(evaluator.partial._memo) \
+        + len(evaluator._names)
 
 
 def _first_break(builder: FindingBuilder, signature: tuple | None, why_fullgraph: str, compute) -> dict:

@@ -1,0 +1,179 @@
+"""A stored engine (static/engine_store.py): a new process that loads it finds what a fresh scan finds,
+and a store that no longer fits its inputs, or that was tampered with, is not used."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dynacheck.static import engine_store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GPU_FACTS = FIXTURES / "fork" / "gpufx.toml"
+
+# one scan in a new process (a stored engine is taken only by a process that has numbered nothing yet):
+# whether it loaded a store, whether it wrote one, and its JSON without the timings
+CHILD = r"""
+import json, sys
+from pathlib import Path
+from dynacheck.deploy.build import DeploymentSpec
+from dynacheck.report.json_out import to_data
+from dynacheck.static import engine_store
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static.scan import scan_targets
+seen = {"loaded": False, "saved": False}
+load, save = engine_store.load, engine_store.save
+def loading(*args):
+    engine = load(*args)
+    seen["loaded"] = engine is not None
+    return engine
+def saving(*args):
+    seen["saved"] = save(*args)
+    return seen["saved"]
+engine_store.load, engine_store.save = loading, saving
+roots, entries, spec, cache = json.loads(sys.argv[1])
+spec = DeploymentSpec(**{k: (Path(v) if k == "framework" else v) for k, v in spec.items()})
+targets = [resolve_target(r, cache_dir=Path(cache)) for r in roots]
+result = scan_targets(targets, entries, None, cache_dir=Path(cache), deployment=spec, reuse=False)  # no result cache
+data = to_data(result)
+data["stats"] = {k: v for k, v in data["stats"].items() if k != "seconds"}
+print(json.dumps(seen | {"result": data}))
+"""
+
+CASES = {
+    "gpu": ([FIXTURES / "fork"], ["gpufx.model:Model.forward"], {"framework": GPU_FACTS, "gpu": "sm100"}),
+    "quantization": ([FIXTURES / "fork"], ["quantfx.model:Model.forward"],
+                     {"framework": FIXTURES / "fork" / "quantfx.toml", "gpu": "sm100", "platform": "cuda",
+                      "server_args": "--quantization fp8 --tp-size 2"}),
+    "does not start": ([FIXTURES / "startup"], ["startfx.model:Model.forward"],
+                       {"framework": FIXTURES / "startup" / "startfx.toml", "gpu": "sm100", "platform": "cuda",
+                        "server_args": "--quantization moeonly", "architecture": "Model"}),
+    "attributes": ([FIXTURES / "attr"], ["attrfx.model:Model.forward", "attrfx.marlin:Model.forward"],
+                   {"framework": GPU_FACTS, "gpu": "sm90", "platform": "cuda"}),
+    "tensor arguments": ([FIXTURES / "tensor_args"], ["tapkg.model:Model.forward", "tapkg.shapes:Layer.forward"],
+                         {"framework": GPU_FACTS, "gpu": "sm90"}),
+}
+
+
+def _scan(roots, entries, spec, cache: Path, **env) -> dict:
+    arguments = json.dumps([[str(r) for r in roots], entries, {k: str(v) for k, v in spec.items()}, str(cache)])
+    done = subprocess.run([sys.executable, "-c", CHILD, arguments], capture_output=True, text=True, check=True,
+                          env=os.environ | env)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_loaded_engine_finds_what_a_fresh_scan_finds(tmp_path, case):
+    roots, entries, spec = CASES[case]
+    first = _scan(roots, entries, spec, tmp_path)
+    assert first["saved"] and not first["loaded"]
+    second = _scan(roots, entries, spec, tmp_path)
+    assert second["loaded"] and not second["saved"]  # it learned nothing new: not written again
+    warm = _scan(roots, entries, spec, tmp_path, DYNACHECK_ENGINE_STORE="0")  # summaries cached, no store
+    assert not warm["loaded"]
+    assert second["result"] == warm["result"]  # the stats too: every summary counts as read from the cache
+    assert {k: v for k, v in second["result"].items() if k != "stats"} == \
+        {k: v for k, v in first["result"].items() if k != "stats"}
+    assert first["result"]["findings"] or case == "does not start"
+
+
+def test_another_deployment_or_the_switch_off_does_not_take_it(tmp_path):
+    roots, entries, spec = CASES["gpu"]
+    assert _scan(roots, entries, spec, tmp_path)["saved"]
+    other = _scan(roots, entries, spec | {"gpu": "sm90"}, tmp_path)
+    assert not other["loaded"] and other["saved"]
+    off = _scan(roots, entries, spec, tmp_path, DYNACHECK_ENGINE_STORE="0")
+    assert not off["loaded"] and not off["saved"]
+
+
+def test_a_changed_file_is_read_again_even_with_its_old_size_and_time(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "attr", tree)
+    spec = {"framework": GPU_FACTS, "gpu": "sm90", "platform": "cuda"}
+    entry = ["attrfx.model:Model.forward"]
+    before = _scan([tree], entry, spec, tmp_path / "cache")
+    source = tree / "attrfx" / "model.py"
+    text, stat = source.read_text(), source.stat()
+    assert [f["site"]["callee"] for f in before["result"]["findings"]] == ["subprocess.run"]
+    assert text.count("subprocess.run(") == 1
+    source.write_text(text.replace("subprocess.run(", "subprocess.rux("))  # same length: same size
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same modification time
+    after = _scan([tree], entry, spec, tmp_path / "cache")
+    assert not after["loaded"]  # the stored module's hash no longer matches
+    assert after["result"]["findings"] == []
+
+
+def test_a_tampered_or_foreign_store_is_not_used(tmp_path):
+    roots, entries, spec = CASES["gpu"]
+    first = _scan(roots, entries, spec, tmp_path)
+    (stored,) = (tmp_path / "engines").glob("*.pickle")
+    data = bytearray(stored.read_bytes())
+    data[-10] ^= 0xFF
+    stored.write_bytes(bytes(data))
+    again = _scan(roots, entries, spec, tmp_path)
+    assert not again["loaded"] and again["result"]["findings"] == first["result"]["findings"] != []
+
+
+def test_the_unpickler_refuses_what_an_engine_is_not_made_of():
+    class Sneaky:
+        def __reduce__(self):
+            return (os.system, ("echo owned",))
+
+    with pytest.raises(pickle.UnpicklingError):
+        engine_store.EngineUnpickler(io.BytesIO(pickle.dumps(Sneaky()))).load()
+    engine_store.EngineUnpickler(io.BytesIO(pickle.dumps((type(None), {1, 2}, frozenset())))).load()
+
+
+def test_an_id_that_names_nothing_in_the_pickle_drops_its_key():
+    kept = ("guard", 3)
+    memo = {id(kept): (0, kept)}
+    assert engine_store._translated(("x", id(kept), 7), memo)[1].obj is kept
+    assert engine_store._translated(("x", id(object()) + (1 << 40), 7), memo) is None  # no such object
+    assert engine_store._translated(("line", 12, ("n", 5)), memo) == ("line", 12, ("n", 5))  # small ints stay
+    assert engine_store._restored(engine_store._translated(("x", id(kept)), memo)) == ("x", id(kept))
+
+
+def test_only_the_newest_stores_are_kept(tmp_path):
+    for n in range(engine_store.KEEP + 3):
+        path = tmp_path / f"{n:02d}.pickle"
+        path.write_bytes(b"x")
+        os.utime(path, ns=(n * 10**9, n * 10**9))
+    engine_store._prune(tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.pickle")) == [f"{n:02d}.pickle" for n in range(3, engine_store.KEEP + 3)]
+
+
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_the_flagship_loaded_from_its_store_is_the_flagship(tmp_path, pinned_targets):
+    code = r"""
+import json, sys
+from pathlib import Path
+from dynacheck.report.json_out import to_data
+from dynacheck.sources.resolve import resolve_target
+from dynacheck.static import engine_store
+from dynacheck.static.scan import scan_targets
+loaded, load = [], engine_store.load
+def loading(*args):
+    engine = load(*args)
+    loaded.append(engine is not None)
+    return engine
+engine_store.load = loading
+targets = [resolve_target(s, offline=True) for s in ("sglang==0.5.9", "flashinfer-python==0.6.3")]
+data = to_data(scan_targets(targets, [], "glm5", cache_dir=Path(sys.argv[1]), reuse=False))
+data["stats"].pop("seconds")
+print(json.dumps({"loaded": loaded == [True], "result": data}))
+"""
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                                      check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
+    assert not runs[0]["loaded"] and runs[1]["loaded"]
+    assert {k: v for k, v in runs[1]["result"].items() if k != "stats"} == \
+        {k: v for k, v in runs[0]["result"].items() if k != "stats"}
+    assert any("get_cuda_version" in json.dumps(f) for f in runs[1]["result"]["findings"])
