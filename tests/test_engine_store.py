@@ -56,7 +56,8 @@ CASES = {
     "does not start": ([FIXTURES / "startup"], ["startfx.model:Model.forward"],
                        {"framework": FIXTURES / "startup" / "startfx.toml", "gpu": "sm100", "platform": "cuda",
                         "server_args": "--quantization moeonly", "architecture": "Model"}),
-    "attributes": ([FIXTURES / "attr"], ["attrfx.model:Model.forward", "attrfx.marlin:Model.forward"],
+    "attributes": ([FIXTURES / "attr"], ["attrfx.model:Model.forward", "attrfx.traceorder:Model.forward",
+                                         "attrfx.marlin:Model.forward"],
                    {"framework": GPU_FACTS, "gpu": "sm90", "platform": "cuda"}),
     "tensor arguments": ([FIXTURES / "tensor_args"], ["tapkg.model:Model.forward", "tapkg.shapes:Layer.forward"],
                          {"framework": GPU_FACTS, "gpu": "sm90"}),
@@ -83,6 +84,19 @@ def test_a_loaded_engine_finds_what_a_fresh_scan_finds(tmp_path, case):
     assert {k: v for k, v in second["result"].items() if k != "stats"} == \
         {k: v for k, v in first["result"].items() if k != "stats"}
     assert first["result"]["findings"] or case == "does not start"
+
+
+def test_a_loaded_engine_walking_other_entries_finds_what_a_fresh_scan_finds(tmp_path):
+    """New entries on a loaded engine: restored memo entries and new ones side by side, allocations
+    numbered after the restored ones; the grown engine is stored again."""
+    roots, entries, spec = CASES["attributes"]
+    assert _scan(roots, entries[:1], spec, tmp_path)["saved"]
+    both = _scan(roots, entries, spec, tmp_path)
+    assert both["loaded"] and both["saved"]
+    fresh = _scan(roots, entries, spec, tmp_path / "elsewhere")
+    assert {k: v for k, v in both["result"].items() if k != "stats"} == \
+        {k: v for k, v in fresh["result"].items() if k != "stats"}
+    assert len({f["site"]["file"] for f in both["result"]["findings"]}) == 2  # both entries found something
 
 
 def test_another_deployment_or_the_switch_off_does_not_take_it(tmp_path):
