@@ -24,6 +24,7 @@ before use. The file is signed with the summary cache's key and read through an 
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import gc
 import hashlib
 import io
@@ -33,6 +34,7 @@ import sys
 from pathlib import Path
 
 from dynacheck.static import partial_values, value_types
+from dynacheck.static import summary as summaries
 from dynacheck.static.cache import SummaryCache, _read_entry, decode_source, write_replacing
 from dynacheck.sources.trust import SIGNATURE_BYTES, sign, verify
 
@@ -284,19 +286,23 @@ class EngineUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a stored engine")
 
 
+def _is_data(cls: type) -> bool:
+    """A dataclass or a plain class of slots and fields: what evaluation values and summaries are."""
+    return dataclasses.is_dataclass(cls) or "__slots__" in vars(cls)
+
+
 # (module, class) of what an engine is made of; a class missing here makes a store unreadable (a fresh
-# scan, never a wrong one): tests/test_engine_store.py loads the flagship's and the fixtures' stores
+# scan, never a wrong one): tests/test_engine_store.py and bench/engine_store_check.py load stores of
+# fixtures and of census cells. Every class of the modules of values and summaries is data.
 ALLOWED = frozenset({
     ("dynacheck.deploy.facts", "Deployment"), ("dynacheck.model", "Condition"), ("dynacheck.model", "Problem"),
     ("dynacheck.static.dynamo", "Boundaries"), ("dynacheck.static.dynamo", "Effect"),
     ("dynacheck.static.engine_store", "_Ref"), ("dynacheck.static.memo", "Memo"),
     ("dynacheck.static.partial", "PartialEvaluator"), ("dynacheck.static.values", "Evaluator"),
     ("dynacheck.static.reach", "NodeKey"), ("dynacheck.static.startup", "Unbuildable"),
-    ("dynacheck.static.value_types", "Scope"), ("dynacheck.static.value_types", "Value"),
-    *(("dynacheck.static.partial_values", name)
-      for name in ("AtMost", "BoundedTensor", "Known", "Member", "Obj", "Partial", "Ref")),
-    *(("dynacheck.static.summary", name)
-      for name in ("Binding", "CallSite", "ClassSummary", "FunctionSummary", "ModuleSummary")),
+    *((module.__name__, name) for module in (partial_values, value_types, summaries)
+      for name, value in vars(module).items()
+      if isinstance(value, type) and value.__module__ == module.__name__ and _is_data(value)),
 })
 _BUILTINS = frozenset({"bool", "int", "float", "complex", "str", "bytes", "tuple", "set", "frozenset", "slice",
                        "type"})  # `type`: NoneType is pickled as type(None)
