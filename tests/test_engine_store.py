@@ -74,6 +74,8 @@ def _scan(roots, entries, spec, cache: Path, **env) -> dict:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_loaded_engine_finds_what_a_fresh_scan_finds(tmp_path, case):
     roots, entries, spec = CASES[case]
+    cold = _scan(roots, entries, spec, tmp_path)
+    assert not cold["saved"] and not cold["loaded"]  # a cold scan parses; the next one stores the engine
     first = _scan(roots, entries, spec, tmp_path)
     assert first["saved"] and not first["loaded"]
     second = _scan(roots, entries, spec, tmp_path)
@@ -90,6 +92,7 @@ def test_a_loaded_engine_walking_other_entries_finds_what_a_fresh_scan_finds(tmp
     """New entries on a loaded engine: restored memo entries and new ones side by side, allocations
     numbered after the restored ones; the grown engine is stored again."""
     roots, entries, spec = CASES["attributes"]
+    _scan(roots, entries, spec, tmp_path, DYNACHECK_ENGINE_STORE="0")  # the summaries, cached
     assert _scan(roots, entries[:1], spec, tmp_path)["saved"]
     both = _scan(roots, entries, spec, tmp_path)
     assert both["loaded"] and both["saved"]
@@ -101,6 +104,8 @@ def test_a_loaded_engine_walking_other_entries_finds_what_a_fresh_scan_finds(tmp
 
 def test_another_deployment_or_the_switch_off_does_not_take_it(tmp_path):
     roots, entries, spec = CASES["gpu"]
+    for gpu in ("sm90", "sm100"):  # the summaries both read, cached
+        _scan(roots, entries, spec | {"gpu": gpu}, tmp_path, DYNACHECK_ENGINE_STORE="0")
     assert _scan(roots, entries, spec, tmp_path)["saved"]
     other = _scan(roots, entries, spec | {"gpu": "sm90"}, tmp_path)
     assert not other["loaded"] and other["saved"]
@@ -113,7 +118,9 @@ def test_a_changed_file_is_read_again_even_with_its_old_size_and_time(tmp_path):
     shutil.copytree(FIXTURES / "attr", tree)
     spec = {"framework": GPU_FACTS, "gpu": "sm90", "platform": "cuda"}
     entry = ["attrfx.model:Model.forward"]
+    _scan([tree], entry, spec, tmp_path / "cache")  # cold
     before = _scan([tree], entry, spec, tmp_path / "cache")
+    assert before["saved"]
     source = tree / "attrfx" / "model.py"
     text, stat = source.read_text(), source.stat()
     assert [f["site"]["callee"] for f in before["result"]["findings"]] == ["subprocess.run"]
@@ -127,6 +134,7 @@ def test_a_changed_file_is_read_again_even_with_its_old_size_and_time(tmp_path):
 
 def test_a_tampered_or_foreign_store_is_not_used(tmp_path):
     roots, entries, spec = CASES["gpu"]
+    _scan(roots, entries, spec, tmp_path)  # cold
     first = _scan(roots, entries, spec, tmp_path)
     (stored,) = (tmp_path / "engines").glob("*.pickle")
     data = bytearray(stored.read_bytes())
@@ -186,8 +194,9 @@ data["stats"].pop("seconds")
 print(json.dumps({"loaded": loaded == [True], "result": data}))
 """
     runs = [json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                                      check=True).stdout.strip().splitlines()[-1]) for _ in range(2)]
-    assert not runs[0]["loaded"] and runs[1]["loaded"]
+                                      check=True).stdout.strip().splitlines()[-1]) for _ in range(3)]
+    assert not runs[0]["loaded"] and not runs[1]["loaded"] and runs[2]["loaded"]  # cold, storing, loading
+    runs = runs[1:]
     assert {k: v for k, v in runs[1]["result"].items() if k != "stats"} == \
         {k: v for k, v in runs[0]["result"].items() if k != "stats"}
     assert any("get_cuda_version" in json.dumps(f) for f in runs[1]["result"]["findings"])
