@@ -56,6 +56,9 @@ class _Ref:
         return (_Ref, (self.obj,))
 
 
+_NESTED = frozenset({_Ref, tuple, frozenset})
+
+
 class _Stale(Exception):
     """A key names an object the pickle does not hold."""
 
@@ -213,10 +216,11 @@ def _translate(key, memo: dict, depth: int):
 
 
 def _restored(key):
-    if type(key) is _Ref:
+    kind = type(key)
+    if kind is _Ref:
         return id(key.obj)
-    if type(key) in (tuple, frozenset):
-        return type(key)(_restored(part) for part in key)
+    if kind is tuple or kind is frozenset:  # strings and numbers, most of a key, are kept without a call
+        return kind([_restored(part) if type(part) in _NESTED else part for part in key])
     return key
 
 
