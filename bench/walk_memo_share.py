@@ -1,10 +1,10 @@
-"""What keeping the flagship evaluator's memo across processes would cost and what blocks it.
+"""The flagship evaluator's memo after a warm scan: its tables, how many keys hold an id, how fast it loads.
 
-A warm flagship scan (summary cache filled) is mostly the walk's partial evaluation, worked out
-again in each new process. This measures, after one warm scan in this process: how many entries
-the evaluator's tables hold, how many are keyed by an object's id (valid in this process only), and
-how long the evaluator and its boundaries take to pickle and to load back (summaries referred to,
-not copied; functions left out, so the load is a lower bound of a real store's).
+The figures behind the engine store's design (static/engine_store.py, docs/cache.md): after one warm
+scan in this process, how many entries the evaluator's tables hold, how many are keyed by an object's
+id (valid in one process only: what the store turns into references), and how long the evaluator and
+its boundaries take to pickle and to load back with the summaries referred to rather than copied
+(functions left out, so a lower bound of the store's own load, which also holds the summaries).
 
     python bench/walk_memo_share.py [--cache DIR]   # DIR: a summary cache a flagship scan filled
 """

@@ -128,7 +128,7 @@ def test_measured_counts_in_the_docs_agree_with_bench_results():
     census = re.search(r"\| census / flagship[^|]*\| \*\*([\d.]+)x\*\*", results).group(1)
     rss = re.search(r"census peak memory: the largest sum of its processes' PSS[^|]*\| \*\*(\d+) MB\*\*", results).group(1)
     assert f"cold scan {ratio}x a bare single-core" in README
-    assert f"redone) {warm} s" in README
+    assert f"engine an earlier scan stored) {warm} s" in README
     assert f"takes {census}x one cold flagship scan, peak memory {rss} MB" in README
     cache_doc = (ROOT / "docs" / "cache.md").read_text(encoding="utf-8")
     cold = re.search(r"\| cold scan \(empty summary cache\) \| ([\d.]+) s", results).group(1)

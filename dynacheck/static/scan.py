@@ -201,8 +201,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         cache.flush()  # bodies summarized on demand during this scan: stored for the next one
     if key is not None:
         result_cache.store(cache, key, result, [m.path for m in index.loaded() if not Path(m.path).is_dir()])
-    # stored when new or grown, by a warm scan: a cold one is mostly parsing, and writing the store would add
-    # about an eighth to it (0.45-0.55 s on the flagship); the next scan, warm, stores it instead
+    # stored when new or grown, by a warm scan: a cold one is mostly parsing, and writing the store (a few
+    # tenths of a second on the flagship) would take it past a bare parse; the next scan, warm, stores it
     if stored is not None and stored[1] != _memo_size(evaluator) and not cache.parsed:
         engine_store.save(cache, stored[0], (facts, evaluator, boundaries), index, problems)
     return result
