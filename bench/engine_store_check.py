@@ -82,6 +82,8 @@ def main() -> int:
              f"| loaded scan's JSON equal to the one evaluated anew | **{equal} of {len(cells)}** |", ""]
     lines += [f"- differs: {o['model']} x {o['deployment']} ({', '.join(o['fields'])})"
               for o in outcomes if not o["equal"]]
+    lines += [f"- not loaded: {o['model']} x {o['deployment']} (the storing scan: {o['engine'][0]}; the next: "
+              f"{o['engine'][1]})" for o in outcomes if not o["loaded"]]
     publish(lines, args.write)
     return 0 if equal == loaded == len(cells) else 1
 
@@ -95,7 +97,8 @@ def _three_ways(census: Path, cell: dict, cache: Path, shared: Path) -> dict:
     fields = sorted(k for k in set(storing["result"]) | set(loading["result"])
                     if storing["result"].get(k) != loading["result"].get(k))
     return {"model": cell["model"], "deployment": cell["deployment"], "equal": not fields, "fields": fields,
-            "loaded": "saved" in storing["engine"] and loading["engine"][:1] == ["loaded"]}
+            "loaded": "saved" in storing["engine"] and loading["engine"][:1] == ["loaded"],
+            "engine": (storing["engine"], loading["engine"])}
 
 
 def _scan(census: Path, cell: dict, cache: Path, off: bool = False) -> dict:
