@@ -39,6 +39,9 @@ def saving(*args):
     seen["saved"] = save(*args)
     return seen["saved"]
 engine_store.load, engine_store.save = loading, saving
+import os
+from dynacheck.static import reach
+reach.MAX_NODES = int(os.environ.get("NODE_LIMIT", reach.MAX_NODES))
 roots, entries, spec, cache = json.loads(sys.argv[1])
 spec = DeploymentSpec(**{k: (Path(v) if k == "framework" else v) for k, v in spec.items()})
 targets = [resolve_target(r, cache_dir=Path(cache)) for r in roots]
@@ -100,6 +103,15 @@ def test_a_loaded_engine_walking_other_entries_finds_what_a_fresh_scan_finds(tmp
     assert {k: v for k, v in both["result"].items() if k != "stats"} == \
         {k: v for k, v in fresh["result"].items() if k != "stats"}
     assert len({f["site"]["file"] for f in both["result"]["findings"]}) == 2  # both entries found something
+
+
+def test_a_problem_of_the_stored_scan_is_said_once(tmp_path):
+    """The loaded engine brings the problems its scans met; the scan does not say them again."""
+    roots, entries, spec = CASES["attributes"]
+    runs = [_scan(roots, entries, spec, tmp_path, NODE_LIMIT="2") for _ in range(3)]  # cold, storing, loading
+    assert runs[2]["loaded"]
+    kinds = [[p["kind"] for p in run["result"]["problems"]] for run in runs]
+    assert kinds[2] == kinds[1] and kinds[2].count("truncated") == 1
 
 
 def test_another_deployment_or_the_switch_off_does_not_take_it(tmp_path):

@@ -161,7 +161,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     ints = {(h.at, h.call.line) for h in value_hits if h.boundary == INT_TOLIST}
     walk.hits = [h for h in walk.hits if not (h.kind == "method" and h.callee == "tolist"
                                               and (h.at, h.call.line) in ints)] + value_hits
-    if walk.truncated:
+    if walk.truncated and not any(p.kind == "truncated" for p in problems):  # once (a stored engine's are restored)
         problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
     entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}
 
