@@ -212,3 +212,19 @@ print(json.dumps({"loaded": loaded == [True], "result": data}))
     assert {k: v for k, v in runs[1]["result"].items() if k != "stats"} == \
         {k: v for k, v in runs[0]["result"].items() if k != "stats"}
     assert any("get_cuda_version" in json.dumps(f) for f in runs[1]["result"]["findings"])
+
+
+def test_a_store_too_large_to_be_read_back_is_not_written(tmp_path, monkeypatch):
+    from dynacheck.deploy.build import DeploymentSpec
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession, scan_targets
+
+    roots, entries, spec = CASES["gpu"]
+    targets = [resolve_target(str(roots[0]), cache_dir=tmp_path)]
+    session = ScanSession.open(targets, tmp_path)
+    scan_targets(targets, entries, None, cache_dir=tmp_path, deployment=DeploymentSpec(**spec), session=session)
+    engine = next(iter(session._engines.values()))
+    assert engine_store.save(session.cache, "a" * 40, engine, session.index, [])
+    monkeypatch.setattr(engine_store, "MAX_ENTRY_BYTES", 1000)
+    assert not engine_store.save(session.cache, "b" * 40, engine, session.index, [])
+    assert sorted(p.name for p in (tmp_path / "engines").iterdir()) == ["a" * 40 + ".pickle"]

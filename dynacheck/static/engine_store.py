@@ -35,7 +35,7 @@ from pathlib import Path
 
 from dynacheck.static import partial_values, value_types
 from dynacheck.static import summary as summaries
-from dynacheck.static.cache import SummaryCache, _read_entry, decode_source, write_replacing
+from dynacheck.static.cache import MAX_ENTRY_BYTES, SummaryCache, _read_entry, decode_source, write_replacing
 from dynacheck.sources.trust import SIGNATURE_BYTES, sign, verify
 
 STORE_FORMAT = b"DCENG1\n"
@@ -117,6 +117,8 @@ def save(cache: SummaryCache, key: str, engine: tuple, index, problems: list) ->
         if hazards is not None:
             evaluator.sites[_TENSOR_HAZARDS] = hazards
     payload = buffer.getvalue()
+    if len(payload) + len(STORE_FORMAT) + SIGNATURE_BYTES > MAX_ENTRY_BYTES:
+        return False  # it would never be read back (cache._read_entry's limit)
     written = write_replacing(str(folder), f"{key}.pickle",
                               STORE_FORMAT + sign(cache.key, key.encode() + payload) + payload)
     _prune(folder)
