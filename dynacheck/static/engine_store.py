@@ -2,8 +2,9 @@
 
 A warm scan (summaries cached) is mostly the walk's partial evaluation, done again in each new process;
 in one process a second scan of the same deployment takes about 10 ms, every answer being memoized. So
-after a single scan its engine (deployment facts, evaluator, boundaries) is stored with the module
-summaries it read, and the next scan with the same inputs loads it instead of starting empty.
+after a warm single scan (scan.py decides: not a census, not a cold scan, whose time is parsing) its
+engine (deployment facts, evaluator, boundaries) is stored with the module summaries it read, and the
+next scan with the same inputs loads it instead of starting empty.
 
 Why it is one pickle with the summaries: the evaluator's memo tables are keyed partly by `id()` of a
 summary's expressions and of scopes (valid in one process only), and its values hold those same objects.
@@ -15,9 +16,9 @@ wrong hit). The process-wide numbering that labels read (`value_types._ALLOCATIO
 numbered nothing yet.
 
 It is used when nothing it depends on changed: the key holds the tool's version and code, the deployment,
-the targets and the size and mtime of every file of the trees and of the deployment's own files (as the
-result cache's, `result_cache.inputs_key`), and each stored module's bytes are checked against its hash
-before use. The file is signed with the summary cache's key and read through an allow-list unpickler.
+the targets, the rules and the size and mtime of every file of the trees and of the deployment's own
+files (as the result cache's, `result_cache.inputs_key`), and each stored module's bytes are checked
+against the hash of the bytes it was summarized from (`Index.digests`) before use. The file is signed with the summary cache's key and read through an allow-list unpickler.
 `DYNACHECK_ENGINE_STORE=0` turns it off.
 """
 
