@@ -61,11 +61,12 @@ class SummaryCache:
         self.parsed = 0
         self.rejected = 0  # entries present but not trusted or not readable: rebuilt
         self.exchange = None  # body_exchange.BodyExchange: a census's workers share deferred bodies
+        self.keys: dict[str, str] = {}  # module -> the key of the bytes its summary was made from
         self._deferring: dict[str, ModuleSummary] = {}  # key -> a summary with bodies still deferred
 
     def summary(self, path: Path, module: str, is_package: bool, data: bytes, prefetch=None) -> ModuleSummary:
         """`prefetch` (prefetch.Prefetch): a second core that may have summarized it already."""
-        key = self._key(module, is_package, data)
+        key = self.keys[module] = self.content_key(module, is_package, data)
         cached = self._load(key)
         if cached is not None:
             self.hits += 1
@@ -113,7 +114,8 @@ class SummaryCache:
         return "blob-" + hashlib.sha256(f"{SUMMARY_VERSION}\0{_SUMMARIZER}\0{name}".encode()).hexdigest()[:40]
 
     @staticmethod
-    def _key(module: str, is_package: bool, data: bytes) -> str:
+    def content_key(module: str, is_package: bool, data: bytes) -> str:
+        """A summary's key: its module, package flag and file bytes, with the summarizer's version."""
         digest = hashlib.sha256()
         digest.update(f"{SUMMARY_VERSION}\0{_SUMMARIZER}\0{module}\0{int(is_package)}\0".encode())
         digest.update(data)

@@ -18,7 +18,8 @@ numbered nothing yet.
 It is used when nothing it depends on changed: the key holds the tool's version and code, the deployment,
 the targets, the rules and the size and mtime of every file of the trees and of the deployment's own
 files (as the result cache's, `result_cache.inputs_key`), and each stored module's bytes are checked
-against the hash of the bytes it was summarized from (`Index.digests`) before use. The file is signed with the summary cache's key and read through an allow-list unpickler.
+against the content key of the bytes it was summarized from (`SummaryCache.keys`) before use. The file is
+signed with the summary cache's key and read through an allow-list unpickler.
 `DYNACHECK_ENGINE_STORE=0` turns it off.
 """
 
@@ -94,10 +95,13 @@ def save(cache: SummaryCache, key: str, engine: tuple, index, problems: list) ->
         sys.setrecursionlimit(max(limit, 50_000))  # nested values and scopes
         pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
         modules = index.looked_up()
+        keys = {name: cache.keys.get(name) for name, m in modules.items() if m is not None
+                and not os.path.isdir(m.path)}
+        if None in keys.values():  # a module read some other way could not be checked when loaded
+            return False
         pickler.dump({
             "modules": modules,
-            "hashes": {name: index.digests[name] for name, m in modules.items()
-                       if m is not None and name in index.digests},
+            "hashes": keys,
             "engine": (facts, evaluator, boundaries),
             "tables": [(name, attr, list(table.values())) for name, _, attr, table in moved],
             "allocations": list(value_types._ALLOCATIONS.values()),
@@ -251,10 +255,10 @@ def _id_keyed_tables(evaluator, boundaries) -> list[tuple]:
 
 # ----- the trees ---------------------------------------------------------------------------------
 
-def _current_sources(index, hashes: dict[str, str]) -> dict[str, tuple[Path, bytes]] | None:
+def _current_sources(index, keys: dict[str, str]) -> dict[str, tuple[Path, bytes]] | None:
     """Each stored module's file and bytes now, or None when one moved or changed."""
     out = {}
-    for name, digest in hashes.items():
+    for name, key in keys.items():
         path = index.locator.find(name)
         if path is None:
             return None
@@ -262,7 +266,7 @@ def _current_sources(index, hashes: dict[str, str]) -> dict[str, tuple[Path, byt
             data = path.read_bytes()
         except OSError:
             return None
-        if hashlib.sha256(data).hexdigest() != digest:
+        if SummaryCache.content_key(name, index.locator.is_package(name), data) != key:
             return None
         out[name] = (path, data)
     return out

@@ -6,7 +6,6 @@ regular expression first and parses only the files that name the base.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -36,7 +35,6 @@ class Index:
         self.cache = cache
         self.problems = problems
         self._modules: dict[str, ModuleSummary | None] = {}
-        self.digests: dict[str, str] = {}  # module -> sha256 of the bytes its summary was made from
         self._headers: dict[str, set[str]] | None = None
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.prefetch = None  # prefetch.Prefetch of a single scan: a second core summarizes ahead
@@ -65,10 +63,11 @@ class Index:
         """Every module asked for, None for those not found or not read (engine_store.py keeps them)."""
         return dict(self._modules)
 
-    def install(self, modules: dict[str, ModuleSummary | None], digests: dict[str, str]) -> None:
-        """Modules summarized in another process from files whose bytes still hash to `digests`."""
+    def install(self, modules: dict[str, ModuleSummary | None], keys: dict[str, str]) -> None:
+        """Modules summarized in another process from files whose bytes still give these content keys
+        (SummaryCache.keys)."""
         self._modules.update(modules)
-        self.digests.update(digests)
+        self.cache.keys.update(keys)
 
     def _load(self, name: str, path: Path) -> ModuleSummary | None:
         try:
@@ -80,7 +79,6 @@ class Index:
         except OSError as exc:
             self.problems.append(Problem("unreadable", str(path), exc.strerror or str(exc)))
             return None
-        self.digests[name] = hashlib.sha256(data).hexdigest()
         if self.prefetch is None:
             summary = self.cache.summary(path, name, self.locator.is_package(name), data)
         else:

@@ -109,7 +109,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if not all_entries:
         raise UserError("No entry to start from.", "Pass --entry module.path:Class.method or --preset glm5.")
     catalog = load_catalog()
-    alone = single  # not a census: a stored engine may serve it (a benchmark's cold run stores one, as a user's does)
+    alone = single  # not a census: a stored engine may serve it, a benchmark's cold run included
     single = single and observer is None  # a census or a benchmark's cold run walks every time
     problems: list[Problem] = session.problems
     locator, cache, index = session.locator, session.cache, session.index
