@@ -78,7 +78,7 @@ def main() -> int:
         current["name"] = deployment.name
         return real_entries(deployment, walk, *rest)
 
-    def one_chain(deployments, names, wanted):
+    def one_chain(deployments, names, wanted, workers=1):
         chain = list(deployments)
         return [(chain, [[e for e in names if d in wanted[e]] for d in chain])]
 

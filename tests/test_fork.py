@@ -192,3 +192,31 @@ def test_a_fork_for_another_format_keeps_the_expansion_of_a_layer_that_reads_non
     assert expanded.count("Norm.forward") == 1 and expanded.count("Linear.forward") == 2
     callees = [{f.site.callee for f in r.findings} for r in results]
     assert callees == [{"subprocess.run", "subprocess.check_output"}, {"subprocess.run", "builtins.print"}]
+
+
+def test_a_layer_handed_the_quant_config_reads_the_quantization_only_where_it_uses_it(scan_cache):
+    """`Block(quant_config)` binds no class or function (a parameter read as itself is an instance, its
+    pinned config class), so working out `Block`'s constructor bindings, and the `Norm` and `Linear`
+    its constructor builds, read no quantization, and an fp8 -> fp4 fork keeps them (before, each
+    layer below a model read it); `Linear`'s attribute `quant_method`, made by the config, reads it."""
+    from dynacheck.static.classes import _binds_nothing
+
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    spec = _quant_spec("fp8")
+    evaluator = session.engine(spec)[1]
+    scan_targets(targets, ["quantfx.stacked:Stacked.forward"], None, cache_dir=scan_cache, deployment=spec,
+                 session=session)
+    block = {key[2]: reads for key, (_, reads) in evaluator._attrs.items() if key[:2] == ("quantfx.stacked", "Block")}
+    bindings = [reads for key, (_, reads) in evaluator._constructors.items() if key[1] == "Block"]
+    method = [reads for key, (_, reads) in evaluator._attrs.items() if key[1:3] == ("Linear", "quant_method")]
+    assert set(block) == {"norm", "proj"} and not any(r & QUANT_FACT for r in block.values())
+    assert bindings and not any(r & QUANT_FACT for r in bindings)
+    assert method and all(r & QUANT_FACT for r in method)
+    init = session.index.function("quantfx.stacked", "Block.__init__")
+    scope = evaluator.method_scope(session.index.module("quantfx.stacked"), init, None)
+    assert _binds_nothing(("n", "quant_config"), scope)
+    bound = evaluator.method_scope(session.index.module("quantfx.stacked"), init, None,
+                                   (("quant_config", ()),))
+    assert not _binds_nothing(("n", "quant_config"), bound)  # bound by the caller: its values are kept
+    assert not _binds_nothing(("a", ("n", "quant_config"), "cls"), scope)  # an attribute may be a class
