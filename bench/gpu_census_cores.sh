@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The census on the 16-core GPU host (no GPU used): cold flagship scan against cold censuses with 2 and
+# The census on the 16-core GPU host (no GPU used): cold flagship scan against cold censuses with 2, 8 and
 # 16 workers, alternating (bench/census_cores.py), and the 16-worker census's cells for a comparison with
 # reports/census-sglang-0.5.9.json. One device-tool command from the repo root:
 #   run(command="bash bench/gpu_census_cores.sh", carry=[".whl"])
@@ -18,5 +18,5 @@ nproc; python3 --version
 TARGETS=.whl/sglang-0.5.9-py3-none-any.whl,.whl/flashinfer_python-0.6.3-py3-none-any.whl
 python3 -m dynacheck census --offline --target .whl/sglang-0.5.9-py3-none-any.whl \
   --target .whl/flashinfer_python-0.6.3-py3-none-any.whl --jobs 16 --format json --out "$OUT/census-jobs16.json" || exit 1
-python3 bench/census_cores.py --jobs 2,16 --repeat 3 --targets "$TARGETS" --write "$OUT/RESULTS-cores.md" \
+python3 bench/census_cores.py --jobs 2,8,16 --repeat 3 --targets "$TARGETS" --write "$OUT/RESULTS-cores.md" \
   --command "bash bench/gpu_census_cores.sh"

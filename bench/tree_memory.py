@@ -6,7 +6,10 @@ upper bound that grows with the worker count. PSS splits each shared page betwee
 that map it, so the sum of the tree's PSS is the physical memory the tree holds at that moment.
 The sampler reads `/proc/<pid>/smaps_rollup` for every process of the tree every `interval`
 seconds and keeps the largest sum (a spike shorter than the interval can be missed: a lower bound
-of the true peak, next to the upper bound). Linux only; elsewhere `available()` is False.
+of the true peak, next to the upper bound). It keeps the largest sum of the processes' RSS too, read
+at the same moments: what "peak RSS" of several processes measures when it is taken, each shared
+page counted once per process that maps it, and never above the upper bound (the workers do not
+all peak at once). Linux only; elsewhere `available()` is False.
 """
 
 from __future__ import annotations
@@ -40,14 +43,21 @@ def tree(pid: int, proc: Path = PROC) -> list[int]:
 
 def pss_kb(pid: int, proc: Path = PROC) -> int:
     """The process's PSS in kB, 0 when it is gone or unreadable."""
+    return memory_kb(pid, proc)[0]
+
+
+def memory_kb(pid: int, proc: Path = PROC) -> tuple[int, int]:
+    """The process's (PSS, RSS) in kB, zeros when it is gone or unreadable."""
     try:
         text = (proc / str(pid) / "smaps_rollup").read_text()
     except OSError:
-        return 0
+        return 0, 0
+    found = {"Pss:": 0, "Rss:": 0}
     for line in text.splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1])
-    return 0
+        head = line[:4]
+        if head in found:
+            found[head] = int(line.split()[1])
+    return found["Pss:"], found["Rss:"]
 
 
 def _parent(stat: Path) -> int | None:
@@ -61,11 +71,13 @@ def _parent(stat: Path) -> int | None:
 
 
 class TreeSampler:
-    """`with TreeSampler(pid) as s: ...` then `s.peak_mb`: the largest PSS sum of the tree seen."""
+    """`with TreeSampler(pid) as s: ...` then `s.peak_mb`: the largest PSS sum of the tree seen
+    (`s.rss_peak_mb`: the largest RSS sum)."""
 
     def __init__(self, pid: int, interval: float = 0.1, proc: Path = PROC) -> None:
         self.pid, self.interval, self.proc = pid, interval, proc
         self.peak_kb = 0
+        self.rss_peak_kb = 0
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
@@ -74,9 +86,16 @@ class TreeSampler:
     def peak_mb(self) -> float:
         return self.peak_kb / 1024
 
+    @property
+    def rss_peak_mb(self) -> float:
+        return self.rss_peak_kb / 1024
+
     def sample(self) -> int:
-        total = sum(pss_kb(p, self.proc) for p in tree(self.pid, self.proc))
+        """One reading of the tree: its PSS sum (the RSS sum is kept beside it)."""
+        read = [memory_kb(p, self.proc) for p in tree(self.pid, self.proc)]
+        total = sum(pss for pss, _ in read)
         self.peak_kb = max(self.peak_kb, total)
+        self.rss_peak_kb = max(self.rss_peak_kb, sum(rss for _, rss in read))
         self.samples += 1
         return total
 

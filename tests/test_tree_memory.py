@@ -33,6 +33,7 @@ def test_the_tree_is_the_process_and_everything_below_it_only(tmp_path):
     (proc / "102" / "smaps_rollup").unlink()  # a worker that ended between the listing and the read
     assert sampler.sample() == 1407
     assert sampler.peak_kb == 1907 and sampler.samples == 2
+    assert sampler.rss_peak_kb == 3 * 1907  # the RSS sum of the same readings, kept beside
 
 
 @pytest.mark.skipif(not tree_memory.available(), reason="needs Linux /proc smaps_rollup")
@@ -43,3 +44,4 @@ def test_a_child_s_allocation_is_seen_while_it_runs():
         child.wait()
     assert sampler.samples >= 3
     assert 70 <= sampler.peak_mb < 400  # the 80 MB it touched, plus an interpreter
+    assert sampler.peak_mb <= sampler.rss_peak_mb < 400  # one process: its PSS is at most its RSS
