@@ -7,9 +7,10 @@ forked workers share pages), and the largest sum of the process tree's PSS, samp
     python bench/census_bench.py [--jobs 2] [--repeat 3] [--write bench/RESULTS.md]
 
 With --repeat N, the census runs N times, each between two flagship scans, and the ratio reported is the
-median of the N ratios of a census to the mean of the flagship scans just before and just after it (this
-machine's speed drifts by 20 % between minutes, and a census takes a quarter of one: a flagship scan on one
-side only measured it at another speed).
+median of the N ratios of a census to the mean of the flagship scan just before it and the next round's
+(after that round's one-core flagship run; a last scan closes the run). This machine's speed drifts by
+20 % between minutes, and a census takes a quarter of one: a flagship scan on one side only measured it at
+another speed.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ def _bracketed(before: dict, after: dict) -> dict:
     return before | {"seconds": (before["seconds"] + after["seconds"]) / 2}
 
 
-def _pss(runs, field: str = "pss_peak_mb") -> str:
-    """The largest sampled PSS peak of `runs` (or of `field`, e.g. the RSS sum), or why there is none."""
+def _peak(runs, field: str = "pss_peak_mb") -> str:
+    """The largest sampled peak of `runs`: the PSS sum, or `field` (the RSS sum); or why there is none."""
     peaks = [r[field] for r in runs if field in r]
     return f"{max(peaks):.0f} MB" if peaks else "not sampled (no /proc)"
 
@@ -98,7 +99,7 @@ def main() -> int:
     # flagship's own second core rather than the census
     runs = [(_run("flagship", 1, DYNACHECK_PREFETCH="0"), _run("flagship", 1), _run("census", args.jobs))
             for _ in range(max(1, args.repeat))]
-    after = [f for _, f, _ in runs[1:]] + [_run("flagship", 1)]  # the flagship scan that follows each census
+    after = [f for _, f, _ in runs[1:]] + [_run("flagship", 1)]  # the next flagship scan with its prefetch worker after each census
     pairs = [(_bracketed(f, later), c) for (_, f, c), later in zip(runs, after)]
     ratios = sorted(c["seconds"] / f["seconds"] for f, c in pairs)
     ratio = statistics.median(ratios)
@@ -119,9 +120,9 @@ def main() -> int:
              f"| census peak RSS: main process / main + workers (upper bound) | {census['rss_mb']:.0f} MB / "
              f"{census['rss_total_mb']:.0f} MB |",
              f"| census peak memory: the largest sum of its processes' PSS, sampled every 0.1 s (all runs) | "
-             f"**{_pss(c for _, c in pairs)}** (goal <= 2 GB) |",
+             f"**{_peak(c for _, c in pairs)}** (goal <= 2 GB) |",
              f"| census peak RSS: the largest sum of its processes' RSS, sampled with the PSS | "
-             f"{_pss((c for _, c in pairs), 'rss_sum_peak_mb')} |", ""]
+             f"{_peak((c for _, c in pairs), 'rss_sum_peak_mb')} |", ""]
     text = "\n".join(lines)
     print(text)
     if args.write:

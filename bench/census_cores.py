@@ -22,7 +22,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from census_bench import _bracketed, _pss, _run  # bench/ is this script's folder
+from census_bench import _bracketed, _peak, _run  # bench/ is this script's folder
 from scan_bench import publish
 
 SECTION = "## Census on more cores against one cold flagship scan"
@@ -59,8 +59,8 @@ def main() -> int:
         lines.append(f"| {census[0]['jobs']} | {statistics.median(flagship_s):.1f} s | "
                      f"{statistics.median(c['seconds'] for c in census):.1f} s "
                      f"({', '.join(format(c['seconds'], '.1f') for c in census)}) | **{statistics.median(ratios):.1f}x** | "
-                     f"{max(c['rss_total_mb'] for c in census):.0f} MB | {_pss(census, 'rss_sum_peak_mb')} | "
-                     f"{_pss(census)} |")
+                     f"{max(c['rss_total_mb'] for c in census):.0f} MB | {_peak(census, 'rss_sum_peak_mb')} | "
+                     f"{_peak(census)} |")
     cells = {c["cells"] for _, r in rounds for c in r.values()}
     lines += ["", f"{cells.pop()} cells in every census run." if len(cells) == 1
               else f"Cell counts differ between runs: {sorted(cells)}.", ""]

@@ -41,11 +41,6 @@ def tree(pid: int, proc: Path = PROC) -> list[int]:
     return out
 
 
-def pss_kb(pid: int, proc: Path = PROC) -> int:
-    """The process's PSS in kB, 0 when it is gone or unreadable."""
-    return memory_kb(pid, proc)[0]
-
-
 def memory_kb(pid: int, proc: Path = PROC) -> tuple[int, int]:
     """The process's (PSS, RSS) in kB, zeros when it is gone or unreadable."""
     try:
