@@ -49,6 +49,17 @@ def test_models_are_read_from_entry_class_lists(tmp_path):
     assert found["Empty"].entry == "" and found["Empty"].not_compiled
 
 
+def test_a_model_file_starting_with_a_byte_order_mark_is_read(tmp_path):
+    """Python drops a leading UTF-8 byte-order mark; `ast.parse` of the text with it is a SyntaxError,
+    so its classes went missing from the census (sglang 0.5.9's models/qwen2_classification.py)."""
+    root = _tree(tmp_path)
+    (root / "sglang/srt/models/marked.py").write_bytes(
+        b"\xef\xbb\xbffrom sglang.srt.models.base import BaseForCausalLM\n"
+        b"class MarkedForCausalLM(BaseForCausalLM):\n    pass\nEntryClass = [MarkedForCausalLM]\n")
+    found = {m.name: m for m in registered_models(root)}
+    assert found["MarkedForCausalLM"].entry == "sglang.srt.models.base:BaseModel.forward"
+
+
 def test_model_files_read_in_forked_processes_give_the_same_list(tmp_path):
     """A census reads the model files in its worker count of processes, every other file each; a
     class whose base lives in the other half (ChildForCausalLM's, in base.py) is still resolved."""

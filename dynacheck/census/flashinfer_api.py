@@ -15,6 +15,7 @@ from dynacheck.census.run import _fatal, _order_key, _site, site_counts
 from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError
 from dynacheck.model import Target
+from dynacheck.sources.text import read_source
 
 DEFAULT_API_DEPLOYMENT = DeploymentSpec(gpu="sm100", platform="cuda", env={"CUDA_HOME": "/usr/local/cuda"})
 
@@ -23,7 +24,7 @@ def public_entries(root: Path) -> list[str]:
     """`module:function` for each function `flashinfer/__init__.py` re-exports (classes left out)."""
     init = root / "flashinfer" / "__init__.py"
     entries = []
-    for node in ast.parse(init.read_text()).body:
+    for node in ast.parse(read_source(init)).body:
         if not isinstance(node, ast.ImportFrom) or node.level != 1 or not node.module:
             continue
         module = "flashinfer." + node.module
@@ -31,7 +32,7 @@ def public_entries(root: Path) -> list[str]:
         source = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
         if not source.exists():
             continue
-        defs = {n.name for n in ast.parse(source.read_text()).body if isinstance(n, ast.FunctionDef)}
+        defs = {n.name for n in ast.parse(read_source(source)).body if isinstance(n, ast.FunctionDef)}
         entries += [f"{module}:{a.name}" for a in node.names if a.name in defs]
     return sorted(set(entries))
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.census import runner_facts
+from dynacheck.sources.text import decode_source
 
 MODELS_PACKAGE = "sglang.srt.models"
 RUNNER_MODULE = runner_facts.RUNNER_MODULE
@@ -51,7 +52,7 @@ def _read(path: Path, name: str, digests: dict[str, str | None] | None = None) -
         data = path.read_bytes()
         if digests is not None:
             digests[str(path)] = hashlib.sha256(data).hexdigest()
-        tree = ast.parse(data.decode("utf-8", errors="replace"))
+        tree = ast.parse(decode_source(data))
     except (OSError, SyntaxError, ValueError):
         return None
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}

@@ -20,6 +20,7 @@ from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deploy
 from dynacheck.deploy.runner import framework_file, missing_runner
 from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
+from dynacheck.sources.text import read_source
 
 try:
     import tomllib
@@ -199,7 +200,7 @@ def _below_min_capability(deployment: Deployment, evaluator, config_class) -> st
 
 def _registry_name(path: Path, quantization: str) -> str:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(read_source(path))
     except (OSError, SyntaxError, ValueError):
         return ""
     for node in ast.walk(tree):

@@ -19,6 +19,8 @@ import ast
 import functools
 from pathlib import Path
 
+from dynacheck.sources.text import read_source
+
 
 def read_config_copies(path: Path, class_name: str = "ModelConfig") -> dict[str, str]:
     """HF config field -> the server-args field copied into it ({} when the file or shape is not found).
@@ -33,7 +35,7 @@ def read_config_copies(path: Path, class_name: str = "ModelConfig") -> dict[str,
 @functools.lru_cache(maxsize=16)
 def _read(path: str, _mtime: int, _size: int, class_name: str) -> tuple[tuple[str, str], ...]:
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(read_source(path))
     except (OSError, SyntaxError, ValueError):
         return ()
     return tuple(sorted(_copies(tree, class_name).items()))

@@ -13,6 +13,8 @@ import functools
 from pathlib import Path
 from typing import Any, Iterable
 
+from dynacheck.sources.text import read_source
+
 
 def framework_file(roots: Iterable[Path], relative: str) -> Path | None:
     """The first of `roots` holding `relative` (a framework facts path such as sglang/srt/server_args.py)."""
@@ -43,7 +45,7 @@ def _defines(path: str, mtime_ns: int, size: int, function: str) -> bool | None:
     """Whether the file defines `function` (None when it does not parse): once per file version, as
     every deployment a census builds asks (model_runner.py is 100 KB of source)."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(read_source(path))
     except (OSError, SyntaxError, ValueError, RecursionError):
         return None
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function for n in ast.walk(tree))

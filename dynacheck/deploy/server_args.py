@@ -18,6 +18,7 @@ from typing import Any
 
 from dynacheck.deploy.server_args_namespaces import read_annotated_flags, read_namespaces
 from dynacheck.errors import UserError
+from dynacheck.sources.text import read_source
 
 
 @dataclass
@@ -91,7 +92,7 @@ def _stored_schema(path: Path, cache) -> ServerArgsSchema:
 
 def _read_schema(path: Path) -> ServerArgsSchema:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+        tree = ast.parse(read_source(path))
     except (OSError, SyntaxError, ValueError) as exc:
         raise UserError(f"Could not read SGLang's server arguments from {path}: {exc}.") from None
     schema = ServerArgsSchema()
@@ -99,8 +100,7 @@ def _read_schema(path: Path) -> ServerArgsSchema:
     parser_defaults: dict[str, Any] = {}
     groups = path.parent / "arg_groups"
     try:  # the argparse actions the flags of arg_groups name (0.5.14 and later)
-        zero_arg_actions.update(_zero_arg_actions(ast.parse((groups / "argparse_actions.py").read_text(
-            encoding="utf-8", errors="replace"))))
+        zero_arg_actions.update(_zero_arg_actions(ast.parse(read_source(groups / "argparse_actions.py"))))
     except (OSError, SyntaxError, ValueError):
         pass
     for node in ast.walk(tree):

@@ -19,6 +19,8 @@ import ast
 from pathlib import Path
 from typing import Any
 
+from dynacheck.sources.text import read_source
+
 _SCALARS = {"int": "int", "float": "float", "str": "", "bool": "bool"}
 BOOLEAN_OPTIONAL = "boolean_optional"  # argparse.BooleanOptionalAction: `--x` stores True, `--no-x` False
 
@@ -28,7 +30,7 @@ def read_namespaces(fields_dir: Path, schema, zero_arg_actions: dict[str, str]) 
     read: list[Path] = []
     for path in sorted(fields_dir.glob("*.py")):
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+            tree = ast.parse(read_source(path))
         except (OSError, SyntaxError, ValueError):
             continue  # a file that does not parse declares nothing dynacheck can read
         read.append(path)

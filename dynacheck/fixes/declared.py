@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from dynacheck.sources.text import decode_source
 from dynacheck.static.lazy_bodies import bodies_naming, headers_only
 from dynacheck.static.summary import parse_unvalidated
 
@@ -279,7 +280,7 @@ def _on_disk(kind: str, path: str, extra: str, compute, encode=lambda v: v, deco
             data = handle.read()
     except OSError:
         return None
-    text = data.decode("utf-8", errors="replace")
+    text = decode_source(data)
     if _DISK is None:
         return compute(text)
     name = f"declared\0{kind}\0{extra}\0{hashlib.sha256(data).hexdigest()}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from dynacheck.errors import UserError
 from dynacheck.gate.config import check_rule_id
 from dynacheck.model import Finding, ScanResult
+from dynacheck.sources.text import read_source
 
 SUPPRESSED = "suppressed"
 CONFIG_IGNORE = "ignored by [tool.dynacheck] ignore"
@@ -149,7 +150,7 @@ class _SourceLines:
         path = Path(file)
         for candidate in ([path] if path.is_absolute() else [root / path for root in self._roots]):
             try:
-                return candidate.read_text(encoding="utf-8", errors="replace").splitlines()
+                return read_source(candidate).splitlines()
             except OSError:
                 continue
         return []

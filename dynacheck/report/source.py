@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dynacheck.model import ScanResult
+from dynacheck.sources.text import read_source
 
 CONTEXT = 3  # lines either side: at most 7 lines per hop
 MAX_LINE = 240  # characters kept of one source line
@@ -139,7 +140,7 @@ def _read_lines(path: Path) -> list[str] | None:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
             return None
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return read_source(path).splitlines()
     except (OSError, ValueError):
         return None
 

@@ -19,6 +19,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from dynacheck.sources.text import decode_source
 from dynacheck.sources.trust import SIGNATURE_BYTES, sign, signing_key, verify
 from dynacheck.static import summary as summary_module
 from dynacheck.static.summary import SUMMARY_VERSION, ModuleSummary, summarize
@@ -179,11 +180,6 @@ def write_replacing(folder: str, name: str, data: bytes) -> bool:
     except OSError:
         _unlink(tmp)
         return False
-
-
-def decode_source(data: bytes) -> str:
-    """Source text as Python reads it: UTF-8, a leading byte-order mark dropped."""
-    return data.decode("utf-8-sig", errors="replace")
 
 
 class SummaryUnpickler(pickle.Unpickler):

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from dynacheck.static import partial_values, value_types
 from dynacheck.static import summary as summaries
-from dynacheck.static.cache import MAX_ENTRY_BYTES, SummaryCache, _read_entry, decode_source, write_replacing
+from dynacheck.static.cache import MAX_ENTRY_BYTES, SummaryCache, _read_entry, write_replacing
+from dynacheck.sources.text import decode_source
 from dynacheck.sources.trust import SIGNATURE_BYTES, sign, verify
 
 STORE_FORMAT = b"DCENG1\n"
