@@ -449,6 +449,34 @@ def test_a_deployment_the_framework_does_not_start_is_said_once():
         assert "| A |" not in text and "<td>A</td>" not in text and "\nA " not in text
 
 
+def test_a_model_file_that_does_not_parse_is_said_not_dropped(tmp_path):
+    """Its classes are unknown, so none can be listed; the census names the file and why, once, whatever
+    the deployments (here every one is refused), and its reports show the module."""
+    from dynacheck.census import render
+    from dynacheck.census.matrix import CensusDeployment
+    from dynacheck.census.run import run_census
+    from dynacheck.model import Target
+
+    root = _tree(tmp_path)
+    (root / "sglang/srt/models/broken.py").write_text("class BrokenForCausalLM(:\n    pass\nEntryClass = BrokenForCausalLM\n")
+    listed = registered_models(root)
+    assert [m.module for m in listed if not m.name] == ["sglang.srt.models.broken"]
+    assert {m.name for m in listed if m.name} == {"ChildForCausalLM", "Plain", "Empty", "DerivedForCausalLM"}
+    ns = Path(__file__).parent / "fixtures" / "deploy_ns" / "nsfx"
+    srt = root / "sglang" / "srt"
+    (srt / "server_args.py").write_text((ns / "server_args.py").read_text().replace("nsfx", "sglang.srt"))
+    shutil.copytree(ns / "arg_groups", srt / "arg_groups")
+    deployment = CensusDeployment(name="bf16/sm90", server_args="--enable-piecewise-cuda-graph", gpu="sm90")
+    census = run_census([Target(str(root), "sglang", "0", str(root), "folder")], [deployment],
+                        cache_dir=tmp_path / "cache", jobs=1).to_dict()
+    broken = [e for e in census["errors"] if e["module"] == "sglang.srt.models.broken"]
+    assert len(broken) == 1 and broken[0]["model"] == "" and "broken.py could not be parsed (SyntaxError" in broken[0]["reason"]
+    assert all(r["model"] for r in census["not_applicable"]) and census["stats"]["models"] == 4
+    assert "- sglang.srt.models.broken: broken.py could not be parsed" in render.markdown(census)
+    assert "<li>sglang.srt.models.broken: broken.py could not be parsed" in render.to_html(census)
+    assert "not walked: sglang.srt.models.broken: broken.py" in render.terminal(census)
+
+
 def test_the_census_refuses_a_deployment_whose_flag_the_sglang_lacks(tmp_path):
     """Checked once per deployment from the sources, before any walk: every cell n/a for that reason."""
     from dynacheck.census.matrix import CensusDeployment

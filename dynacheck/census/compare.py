@@ -17,7 +17,7 @@ def _first(cell: dict[str, Any]) -> str:
 
 def _models(census: dict[str, Any]) -> set[str]:
     """Every model the census names: walked, not applicable, or not walked."""
-    return {c["model"] for key in ("cells", "not_applicable", "errors") for c in census.get(key, [])}
+    return {c["model"] for key in ("cells", "not_applicable", "errors") for c in census.get(key, []) if c["model"]}
 
 
 def _applicability(before: dict, after: dict, old: dict[str, Any], new: dict[str, Any]) -> dict[str, list]:

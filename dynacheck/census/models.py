@@ -46,14 +46,18 @@ class _Module:
     tree: ast.Module | None = None
 
 
-def _read(path: Path, name: str, digests: dict[str, str | None] | None = None) -> _Module | None:
-    """`digests`: where the bytes read are recorded (path -> sha256), so a stored list can be checked."""
+def _read(path: Path, name: str, digests: dict[str, str | None] | None = None,
+          problems: dict[str, str] | None = None) -> _Module | None:
+    """`digests`: where the bytes read are recorded (path -> sha256), so a stored list can be checked;
+    `problems`: why a module could not be read (module -> one line), so the census can say it."""
     try:
         data = path.read_bytes()
         if digests is not None:
             digests[str(path)] = hashlib.sha256(data).hexdigest()
         tree = ast.parse(decode_source(data))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if problems is not None:
+            problems[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         return None
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     imports: dict[str, str] = {}
@@ -99,12 +103,13 @@ class _Sources:
         self.root = root
         self._modules: dict[str, _Module | None] = {}
         self.read: dict[str, str | None] = {}  # every path looked up -> sha256 of its bytes, None if absent
+        self.problems: dict[str, str] = {}  # module -> why it could not be read (a parse error)
 
     def module(self, name: str) -> _Module | None:
         if name not in self._modules:
             path = self.root / (name.replace(".", "/") + ".py")
             self.read.setdefault(str(path), None)
-            self._modules[name] = _read(path, name, self.read) if path.is_file() else None
+            self._modules[name] = _read(path, name, self.read, self.problems) if path.is_file() else None
         return self._modules[name]
 
     def find_class(self, module: str, name: str, depth: int = 0) -> tuple[str, ast.ClassDef] | None:
@@ -409,6 +414,11 @@ def _registered_in(sglang_root: Path, files: list[Path]) -> tuple[list[tuple[str
     for path in files:
         module = f"{MODELS_PACKAGE}.{path.stem}"
         read = sources.module(module)  # one parse serves the EntryClass list and the class lookups
+        if read is None and module in sources.problems:  # its classes are unknown: said, not dropped
+            out.append((path.name, [ModelEntry("", module, "", f"{path.name} could not be parsed "
+                                               f"({sources.problems[module]}): the classes it registers are not listed",
+                                               False)]))
+            continue
         out.append((path.name, [resolve(sources, module, name, draft, paths, runner)
                                 for name in _registered(read.tree if read is not None else None)]))
     return out, sources.read

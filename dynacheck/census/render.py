@@ -17,11 +17,16 @@ def _grid(data: dict[str, Any]) -> tuple[list[str], list[str], dict[tuple[str, s
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for kind in ("cells", "not_applicable", "errors"):
         for item in data[kind]:
-            if item["model"] not in rows:
-                rows.append(item["model"])
+            if _row(item) not in rows:
+                rows.append(_row(item))
             if "deployment" in item:
                 cells[(item["model"], item["deployment"])] = item | {"kind": kind}
     return columns, rows, cells
+
+
+def _row(item: dict[str, Any]) -> str:
+    """A record's model class; a model file that could not be parsed names no class: its module instead."""
+    return item["model"] or item.get("module", "")
 
 
 def _anchor(model: str, deployment: str) -> str:
@@ -86,7 +91,8 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
         out += ["Made with:", "", f"    {command}", ""]
     out += [_LEGEND, ""] + _summary_lines(data)
     if _all_refused(data):
-        return "\n".join(out + ["", _ALL_REFUSED]) + "\n"
+        return "\n".join(out + ["", _ALL_REFUSED] + (["", "## Not walked", ""] + [f"- {row}: {why}" for row, why in _errors(data)]
+                                                     if data["errors"] else [])) + "\n"
     out += ["", "## What breaks most", ""]
     most = what_breaks_most(data)
     for label, key in (("First break (function)", "first_break"), ("First fix (where)", "fix"),
@@ -134,13 +140,18 @@ _LEGEND = ("Each cell: unconditional fatal sites on that deployment, then the GB
            "Details per cell below and in the JSON.")
 
 
+def _errors(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(model, or module where no class is known, reason) of each entry that could not be walked."""
+    return [(_row(item), item["reason"]) for item in data["errors"]]
+
+
 def _reasons(data: dict[str, Any]) -> list[tuple[str, str]]:
     """(model, reason) of each n/a record and walk error, once each; a deployment the framework refuses is
     said once in the summary, not per model."""
     seen = {(item["model"], reason) for reason in refusals(data) for item in data["not_applicable"]}
     out = []
     for item in data["not_applicable"] + data["errors"]:
-        key = (item["model"], item["reason"])
+        key = (_row(item), item["reason"])
         if key not in seen:
             seen.add(key)
             out.append(key)
@@ -163,7 +174,9 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
     out.append(f"<p>{_code_spans(esc(_LEGEND))}</p>")
     out.append("<ul>" + "".join(f"<li>{esc(line[2:])}</li>" for line in _summary_lines(data)) + "</ul>")
     if _all_refused(data):
-        return "\n".join(out + [f"<p>{esc(_ALL_REFUSED)}</p>"]) + "\n"
+        listed = "".join(f"<li>{esc(row)}: {_code_spans(esc(why))}</li>" for row, why in _errors(data))
+        return "\n".join(out + [f"<p>{esc(_ALL_REFUSED)}</p>"]
+                         + ([f"<h2>Not walked</h2><ul>{listed}</ul>"] if listed else [])) + "\n"
     most = what_breaks_most(data)
     out.append("<h2>What breaks most</h2>")
     for label, key in (("First break", "first_break"), ("First fix", "fix"), ("Any fatal site", "any_fatal_site")):
@@ -220,7 +233,8 @@ def to_json(data: dict[str, Any]) -> str:
 def terminal(data: dict[str, Any]) -> str:
     """A plain table for the terminal: one line per model, one column per deployment."""
     if _all_refused(data):
-        return "\n".join([line[2:] for line in _summary_lines(data)] + [_ALL_REFUSED]) + "\n"
+        return "\n".join([line[2:] for line in _summary_lines(data)] + [_ALL_REFUSED]
+                         + [f"not walked: {row}: {why}" for row, why in _errors(data)]) + "\n"
     columns, rows, cells = _grid(data)
     width = max([len(r) for r in rows] + [5])
     lines = [" " * width + "  " + " ".join(f"{c:>12}" for c in columns)]

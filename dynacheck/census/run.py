@@ -414,7 +414,8 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     wanted: dict[str, list[CensusDeployment]] = {}
     for model in registered:
         if not model.entry:
-            if not model.not_compiled and len(refused) < len(deployments):
+            if not model.name or (not model.not_compiled and len(refused) < len(deployments)):  # nameless: a
+                # model file that could not be parsed (census/models.py), whatever the deployments
                 census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
             continue
         for deployment in deployments:
@@ -434,7 +435,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     jobs = min(jobs, len(tasks) or 1)
     passes = _Progress(progress, sum(len(chain) for chain, _ in tasks))
     if progress:
-        progress(f"census: {len(registered)} model classes, {len(entries)} distinct forwards x {len(deployments)} "
+        progress(f"census: {sum(1 for m in registered if m.name)} model classes, {len(entries)} distinct forwards x {len(deployments)} "
                  f"deployments, walked in {jobs} process{'es' if jobs > 1 else ''}")
     if jobs == 1:
         _init_worker(list(targets), cache_dir, passes=passes)
@@ -455,7 +456,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     if reason:
         raise UserError(f"No cell of the census could be walked: {reason}")
     for model in registered:
-        if not model.entry and not model.not_compiled and len(refused) < len(deployments):
+        if not model.name or (not model.entry and not model.not_compiled and len(refused) < len(deployments)):
             continue
         for deployment in deployments:
             reason = refused.get(deployment.name) or _not_applicable(model, deployment)
@@ -471,7 +472,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 census.errors.append(base | {"reason": record})
                 continue
             census.cells.append(base | {"entry": model.entry, "entry_how": model.how} | record)
-    census.stats = {"models": len(registered), "forwards": len(entries),
+    census.stats = {"models": sum(1 for m in registered if m.name), "forwards": len(entries),
                     "scans": len(walks),
                     "jobs": jobs, "seconds": round(time.perf_counter() - started, 2)}
     return census
