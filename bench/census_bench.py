@@ -45,9 +45,12 @@ if what == "flagship":
     result = scan_targets(targets, [], "glm5", cache_dir=cache)
     size = {"findings": len(result.findings), "files_parsed": result.stats.files_parsed}
 else:
+    from dynacheck.census import run
     from dynacheck.census.matrix import default_deployments
-    from dynacheck.census.run import run_census
-    census = run_census(targets, default_deployments(), cache_dir=cache, jobs=jobs)
+    if what == "census-one-chain":  # every deployment and forward in one chain, one evaluator: nothing done twice
+        run._tasks = lambda deployments, entries, wanted, workers=1: [
+            (list(deployments), [[e for e in entries if d in wanted[e]] for d in deployments])]
+    census = run.run_census(targets, default_deployments(), cache_dir=cache, jobs=jobs)
     size = {"cells": len(census.cells), **census.stats}
 seconds = time.perf_counter() - started
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

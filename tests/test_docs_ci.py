@@ -130,6 +130,8 @@ def test_measured_counts_in_the_docs_agree_with_bench_results():
     assert f"cold scan {ratio}x a bare single-core" in README
     assert f"engine an earlier scan stored) {warm} s" in README
     assert f"takes {census}x one cold flagship scan, peak memory {rss} MB" in README
+    bound = re.search(r"\| half of it / the flagship scans around it[^|]*\| \*\*([\d.]+)x\*\*", results).group(1)
+    assert f"\n  {bound}x a cold flagship scan when its time is halved" in README
     cache_doc = (ROOT / "docs" / "cache.md").read_text(encoding="utf-8")
     cold = re.search(r"\| cold scan \(empty summary cache\) \| ([\d.]+) s", results).group(1)
     assert f"{warm} s warm against {cold} s cold" in cache_doc
