@@ -404,6 +404,31 @@ def test_public_entries_are_reexported_functions(tmp_path):
     assert public_entries(tmp_path) == ["flashinfer.norm:rmsnorm"]
 
 
+def test_the_api_census_says_what_it_could_not_parse(tmp_path):
+    """A re-exporting module that does not parse: each name it gives is a record with the reason (a
+    function or not, nobody can tell); an `__init__.py` that does not parse: one clear error, no traceback."""
+    from dynacheck.census.flashinfer_api import api_census, exported
+    from dynacheck.errors import UserError
+    from dynacheck.model import Target
+
+    pkg = tmp_path / "flashinfer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .norm import rmsnorm\nfrom .broken import fused, Op\n")
+    (pkg / "norm.py").write_text("def rmsnorm(x):\n    return x\n")
+    (pkg / "broken.py").write_text("def fused(x:\n")
+    entries, unread = exported(tmp_path)
+    assert entries == ["flashinfer.norm:rmsnorm"] and set(unread) == {"flashinfer.broken:fused", "flashinfer.broken:Op"}
+    assert all("broken.py could not be parsed (SyntaxError" in why for why in unread.values())
+    data = api_census([Target(str(tmp_path), "flashinfer-python", "0", str(tmp_path), "folder")],
+                      cache_dir=tmp_path / "cache")
+    by_name = {r["function"]: r for r in data["functions"]}
+    assert by_name["flashinfer.norm:rmsnorm"]["safe"] is True
+    assert by_name["flashinfer.broken:fused"]["safe"] is None and "could not be parsed" in by_name["flashinfer.broken:fused"]["error"]
+    (pkg / "__init__.py").write_text("from .norm import (rmsnorm\n")
+    with pytest.raises(UserError, match="__init__.py could not be parsed"):
+        exported(tmp_path)
+
+
 def test_compare_sorts_cells_into_fixed_broken_changed():
     from dynacheck.census.compare import compare, compare_markdown
 

@@ -22,9 +22,21 @@ DEFAULT_API_DEPLOYMENT = DeploymentSpec(gpu="sm100", platform="cuda", env={"CUDA
 
 def public_entries(root: Path) -> list[str]:
     """`module:function` for each function `flashinfer/__init__.py` re-exports (classes left out)."""
+    return exported(root)[0]
+
+
+def exported(root: Path) -> tuple[list[str], dict[str, str]]:
+    """`public_entries`, and `module:name` -> why it could not be read, for each name re-exported from a
+    module that does not parse (whether it is a function is unknown: the census says so, not skips it). An
+    `__init__.py` that cannot be read is a UserError: there is no API to list."""
     init = root / "flashinfer" / "__init__.py"
-    entries = []
-    for node in ast.parse(read_source(init)).body:
+    tree = _parsed(init)
+    if isinstance(tree, str):
+        raise UserError(f"Cannot list FlashInfer's public API: {init} {tree}.",
+                        "The API census reads what that file re-exports; pass an intact FlashInfer "
+                        "(--target flashinfer-python==VERSION).")
+    entries, unread = [], {}
+    for node in tree.body:
         if not isinstance(node, ast.ImportFrom) or node.level != 1 or not node.module:
             continue
         module = "flashinfer." + node.module
@@ -32,9 +44,22 @@ def public_entries(root: Path) -> list[str]:
         source = path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py"
         if not source.exists():
             continue
-        defs = {n.name for n in ast.parse(read_source(source)).body if isinstance(n, ast.FunctionDef)}
+        parsed = _parsed(source)
+        if isinstance(parsed, str):
+            unread.update({f"{module}:{a.name}": f"{source.relative_to(root)} {parsed}" for a in node.names})
+            continue
+        defs = {n.name for n in parsed.body if isinstance(n, ast.FunctionDef)}
         entries += [f"{module}:{a.name}" for a in node.names if a.name in defs]
-    return sorted(set(entries))
+    return sorted(set(entries)), unread
+
+
+def _parsed(path: Path) -> ast.Module | str:
+    """The file's syntax tree, or why there is none ("could not be parsed (SyntaxError: ...)")."""
+    try:
+        return ast.parse(read_source(path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        what = "could not be read" if isinstance(exc, OSError) else "could not be parsed"
+        return f"{what} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
 
 
 def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAULT_API_DEPLOYMENT,
@@ -50,7 +75,7 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
                         "Add --target flashinfer-python==0.6.3 (or the version you run).")
     session = ScanSession.open(targets, cache_dir)
     records = []
-    entries = public_entries(Path(target.root))
+    entries, unread = exported(Path(target.root))
     for i, entry in enumerate(entries, 1):
         try:
             result = scan_targets(targets, [entry], None, cache_dir=cache_dir, deployment=deployment,
@@ -67,6 +92,7 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
                         "fix": result.fix_plan[0].to_dict() if result.fix_plan else None})
         if progress and i % 10 == 0:
             progress(f"flashinfer API census: {i}/{len(entries)} functions")
+    records += [{"function": name, "safe": None, "error": why} for name, why in sorted(unread.items())]
     return {"census_version": "1", "kind": "flashinfer-api", "target": target.spec, "version": target.version,
             "deployment": {"gpu": deployment.gpu, "platform": deployment.platform, "env": deployment.env},
             "functions": records, "seconds": round(time.perf_counter() - started, 2)}
