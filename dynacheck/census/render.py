@@ -91,8 +91,8 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
         out += ["Made with:", "", f"    {command}", ""]
     out += [_LEGEND, ""] + _summary_lines(data)
     if _all_refused(data):
-        return "\n".join(out + ["", _ALL_REFUSED] + (["", "## Not walked", ""] + [f"- {row}: {why}" for row, why in _errors(data)]
-                                                     if data["errors"] else [])) + "\n"
+        listed = [f"- {row}: {why}" for row, why in _errors(data)]
+        return "\n".join(out + ["", _ALL_REFUSED] + (["", "## Not walked", ""] + listed if listed else [])) + "\n"
     out += ["", "## What breaks most", ""]
     most = what_breaks_most(data)
     for label, key in (("First break (function)", "first_break"), ("First fix (where)", "fix"),
