@@ -60,6 +60,18 @@ def test_a_model_file_starting_with_a_byte_order_mark_is_read(tmp_path):
     assert found["MarkedForCausalLM"].entry == "sglang.srt.models.base:BaseModel.forward"
 
 
+def test_an_entry_class_item_that_is_not_a_class_name_is_said_not_dropped(tmp_path):
+    root = _tree(tmp_path)
+    (root / "sglang/srt/models/odd.py").write_text(
+        "from sglang.srt.models import base\nfrom sglang.srt.models.base import BaseForCausalLM\n"
+        "class OddForCausalLM(BaseForCausalLM):\n    pass\n"
+        "EntryClass: list = [OddForCausalLM, base.BaseForCausalLM]\n")
+    listed = registered_models(root)
+    assert "OddForCausalLM" in {m.name for m in listed}
+    said = [m for m in listed if not m.name and m.module == "sglang.srt.models.odd"]
+    assert len(said) == 1 and "`base.BaseForCausalLM`" in said[0].how and "not listed" in said[0].how
+
+
 def test_model_files_read_in_forked_processes_give_the_same_list(tmp_path):
     """A census reads the model files in its worker count of processes, every other file each; a
     class whose base lives in the other half (ChildForCausalLM's, in base.py) is still resolved."""

@@ -82,18 +82,27 @@ def _statements(tree: ast.Module):
         todo.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDERS))
 
 
-def _registered(tree: ast.Module | None) -> list[str]:
-    """The class names of the module's `EntryClass`."""
+def _registered(tree: ast.Module | None) -> tuple[list[str], list[str]]:
+    """The class names of the module's `EntryClass` (its last top-level assignment, as SGLang's registry
+    reads the module attribute), and the source of each item or assignment that is not a plain class name
+    (`mod.Cls`, a call, `EntryClass += ...`): the census says it could not list those, never drops them."""
     if tree is None:
-        return []
+        return [], []
     names: list[str] = []
+    unread: list[str] = []
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass"
-                                                for t in node.targets):
-            value = node.value
-            items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-            names = [i.id for i in items if isinstance(i, ast.Name)]
-    return names
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        if not any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in targets) or node.value is None:
+            continue
+        value = node.value
+        items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        if isinstance(node, ast.AugAssign):  # `EntryClass += [...]`: what it adds, unread
+            unread.append(ast.unparse(node))
+            continue
+        names = [i.id for i in items if isinstance(i, ast.Name)]
+        unread = [ast.unparse(i) for i in items if not isinstance(i, ast.Name)]
+    return names, unread
 
 
 class _Sources:
@@ -419,6 +428,8 @@ def _registered_in(sglang_root: Path, files: list[Path]) -> tuple[list[tuple[str
                                                f"({sources.problems[module]}): the classes it registers are not listed",
                                                False)]))
             continue
-        out.append((path.name, [resolve(sources, module, name, draft, paths, runner)
-                                for name in _registered(read.tree if read is not None else None)]))
+        names, unread = _registered(read.tree if read is not None else None)
+        out.append((path.name, [resolve(sources, module, name, draft, paths, runner) for name in names]
+                    + [ModelEntry("", module, "", f"{path.name} registers `{item}` in EntryClass, which is not read "
+                                  "statically: what it registers is not listed", False) for item in unread]))
     return out, sources.read
