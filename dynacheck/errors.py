@@ -15,3 +15,9 @@ class UserError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} {self.hint}".strip()
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: first line of the message`: a parse or read failure said in a report or a record."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()

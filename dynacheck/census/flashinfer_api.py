@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from dynacheck.census.run import _fatal, _order_key, _site, site_counts
 from dynacheck.deploy.build import DeploymentSpec
-from dynacheck.errors import UserError
+from dynacheck.errors import UserError, one_line
 from dynacheck.model import Target
 from dynacheck.sources.text import read_source
 
@@ -59,7 +59,7 @@ def _parsed(path: Path) -> ast.Module | str:
         return ast.parse(read_source(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         what = "could not be read" if isinstance(exc, OSError) else "could not be parsed"
-        return f"{what} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        return f"{what} ({one_line(exc)})"
 
 
 def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAULT_API_DEPLOYMENT,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dynacheck.census import runner_facts
+from dynacheck.errors import one_line
 from dynacheck.sources.text import decode_source
 
 MODELS_PACKAGE = "sglang.srt.models"
@@ -57,7 +58,7 @@ def _read(path: Path, name: str, digests: dict[str, str | None] | None = None,
         tree = ast.parse(decode_source(data))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if problems is not None:
-            problems[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            problems[name] = one_line(exc)
         return None
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     imports: dict[str, str] = {}

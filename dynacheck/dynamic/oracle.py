@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dynacheck.dynamic import registry
+from dynacheck.errors import one_line
 
 @dataclass(frozen=True)
 class Break:
@@ -75,7 +76,7 @@ def judge(fn: Callable[..., Any], make_input: Callable[[], Any], near: str = "")
         try:
             torch.compile(fn, backend="eager")(make_input())
         except Exception as exc:  # noqa: BLE001 - the program's own failure is data here
-            verdict.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            verdict.error = one_line(exc)
         verdict.breaks = _unique(_from_payload(text, exc, near) for text, exc in payloads)
         torch._dynamo.reset()
         try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from dynacheck.errors import one_line
 from dynacheck.static import cst_nodes as cn
 from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr
@@ -197,7 +198,7 @@ def summarize(source: str, module: str, path: str, is_package: bool, defer: bool
         summary.error = "NestingError: code nested too deeply for Python's own parser"
         return summary
     except (SyntaxError, ValueError, MemoryError) as exc:
-        summary.error = _one_line(exc)
+        summary.error = one_line(exc)
         return summary
     finally:
         sys.setrecursionlimit(previous)
@@ -208,7 +209,7 @@ def summarize(source: str, module: str, path: str, is_package: bool, defer: bool
     try:
         tree = parse_unvalidated(text)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as exc:
-        summary.error = _one_line(exc)
+        summary.error = one_line(exc)
         return summary
     previous = sys.getrecursionlimit()
     sys.setrecursionlimit(max(previous, _WALK_RECURSION))
@@ -235,7 +236,7 @@ def summarize_body(module: str, path: str, is_package: bool, text: str, placed: 
         _ModuleWalker(part).walk_stmt(stmt, node, node.lineno, _Scope(), (), "", False, "")
         return part
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, IndexError) as exc:
-        return _one_line(exc)
+        return one_line(exc)
     finally:
         sys.setrecursionlimit(previous)
 
@@ -291,11 +292,6 @@ def _absolute_imports(stmt) -> list[str]:
     if isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
         return [cn.dotted_cst(stmt.module)]
     return []
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
 
 class _Scope:
