@@ -15,7 +15,7 @@ from dynacheck.census.run import _fatal, _order_key, _site, site_counts
 from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError, one_line
 from dynacheck.model import Target
-from dynacheck.sources.text import read_source
+from dynacheck.sources.text import PARSE_FAILURES, read_source
 
 DEFAULT_API_DEPLOYMENT = DeploymentSpec(gpu="sm100", platform="cuda", env={"CUDA_HOME": "/usr/local/cuda"})
 
@@ -57,7 +57,7 @@ def _parsed(path: Path) -> ast.Module | str:
     """The file's syntax tree, or why there is none ("could not be parsed (SyntaxError: ...)")."""
     try:
         return ast.parse(read_source(path))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except PARSE_FAILURES as exc:
         what = "could not be read" if isinstance(exc, OSError) else "could not be parsed"
         return f"{what} ({one_line(exc)})"
 

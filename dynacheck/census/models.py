@@ -20,7 +20,7 @@ from typing import Any
 
 from dynacheck.census import runner_facts
 from dynacheck.errors import one_line
-from dynacheck.sources.text import decode_source
+from dynacheck.sources.text import PARSE_FAILURES, decode_source
 
 MODELS_PACKAGE = "sglang.srt.models"
 RUNNER_MODULE = runner_facts.RUNNER_MODULE
@@ -56,7 +56,7 @@ def _read(path: Path, name: str, digests: dict[str, str | None] | None = None,
         if digests is not None:
             digests[str(path)] = hashlib.sha256(data).hexdigest()
         tree = ast.parse(decode_source(data))
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except PARSE_FAILURES as exc:
         if problems is not None:
             problems[name] = one_line(exc)
         return None
@@ -415,6 +415,12 @@ def _still_valid(stored: Any, files: list[Path]) -> bool:
     return True
 
 
+def _not_listed(module: str, why: str) -> ModelEntry:
+    """What a model file registers that cannot be listed: an entry with no class name, which the census
+    puts in its errors (census/run.py)."""
+    return ModelEntry("", module, "", why, False)
+
+
 def _registered_in(sglang_root: Path, files: list[Path]) -> tuple[list[tuple[str, list[ModelEntry]]], dict]:
     """The registered classes of these model files, per file (their bases are read where they are),
     and the digests of every file read for them."""
@@ -425,12 +431,11 @@ def _registered_in(sglang_root: Path, files: list[Path]) -> tuple[list[tuple[str
         module = f"{MODELS_PACKAGE}.{path.stem}"
         read = sources.module(module)  # one parse serves the EntryClass list and the class lookups
         if read is None and module in sources.problems:  # its classes are unknown: said, not dropped
-            out.append((path.name, [ModelEntry("", module, "", f"{path.name} could not be parsed "
-                                               f"({sources.problems[module]}): the classes it registers are not listed",
-                                               False)]))
+            out.append((path.name, [_not_listed(module, f"{path.name} could not be parsed ({sources.problems[module]}): "
+                                                        "the classes it registers are not listed")]))
             continue
         names, unread = _registered(read.tree if read is not None else None)
         out.append((path.name, [resolve(sources, module, name, draft, paths, runner) for name in names]
-                    + [ModelEntry("", module, "", f"{path.name} registers `{item}` in EntryClass, which is not read "
-                                  "statically: what it registers is not listed", False) for item in unread]))
+                    + [_not_listed(module, f"{path.name} registers `{item}` in EntryClass, which is not read "
+                                           "statically: what it registers is not listed") for item in unread]))
     return out, sources.read

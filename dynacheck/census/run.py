@@ -411,6 +411,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                                                                    cache), no_runner))))}
     census = Census([t.spec for t in targets],
                     [d.to_dict() | ({"refused": refused[d.name]} if d.name in refused else {}) for d in deployments])
+    classes_listed = sum(1 for m in registered if m.name)  # a nameless entry is a file's error
     wanted: dict[str, list[CensusDeployment]] = {}
     for model in registered:
         if not model.entry:
@@ -435,7 +436,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     jobs = min(jobs, len(tasks) or 1)
     passes = _Progress(progress, sum(len(chain) for chain, _ in tasks))
     if progress:
-        progress(f"census: {sum(1 for m in registered if m.name)} model classes, {len(entries)} distinct forwards x {len(deployments)} "
+        progress(f"census: {classes_listed} model classes, {len(entries)} distinct forwards x {len(deployments)} "
                  f"deployments, walked in {jobs} process{'es' if jobs > 1 else ''}")
     if jobs == 1:
         _init_worker(list(targets), cache_dir, passes=passes)
@@ -472,7 +473,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 census.errors.append(base | {"reason": record})
                 continue
             census.cells.append(base | {"entry": model.entry, "entry_how": model.how} | record)
-    census.stats = {"models": sum(1 for m in registered if m.name), "forwards": len(entries),
+    census.stats = {"models": classes_listed, "forwards": len(entries),
                     "scans": len(walks),
                     "jobs": jobs, "seconds": round(time.perf_counter() - started, 2)}
     return census

@@ -11,6 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 
+# what reading a Python file's bytes and `ast.parse`-ing them can raise on a bad, huge or hostile file
+PARSE_FAILURES = (OSError, SyntaxError, ValueError, RecursionError, MemoryError)
+
+
 def decode_source(data: bytes) -> str:
     """Source text as Python reads it: UTF-8, a leading byte-order mark dropped."""
     return data.decode("utf-8-sig", errors="replace")
