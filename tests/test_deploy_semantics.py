@@ -451,6 +451,32 @@ def test_switching_the_architecture_in_one_session_drops_what_read_it(scan_cache
         [_arch_scan(scan_cache, name) for name in order] == [{"subprocess.run"}, set()] * 2 + [{"subprocess.run"}]
 
 
+def test_a_walk_replaying_an_expansion_reads_what_computing_it_read(scan_cache):
+    """A census gives a forward's record to every class of it when the walk read no architecture
+    (census/run.py `_walk_entries`). Wrapper's forward, walked after Model's in one evaluator, replays
+    the shared layer's expansion from the memo; that expansion read the architecture, so the replaying
+    walk reads it too. Before, a memo hit added nothing, and the record of PlainForCausalLM would have
+    been given to SparseForCausalLM, which builds the layer that breaks."""
+    from dynacheck.deploy.facts import ARCH_FACT
+    from dynacheck.sources.resolve import resolve_target
+    from dynacheck.static.scan import ScanSession, scan_targets
+
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    session = ScanSession.open(targets, scan_cache)
+    spec = DeploymentSpec(framework=FACTS, gpu="sm90", architecture="PlainForCausalLM")
+    read = {}
+    for entry in ("depfx.arch_gate:Model.forward", "depfx.arch_gate:Wrapper.forward"):
+        evaluator = session.engine(spec)[1]
+        saved = evaluator.reads_begin()
+        scan_targets(targets, [entry], cache_dir=scan_cache, deployment=spec, session=session, reuse=False)
+        read[entry] = evaluator.reads_end(saved)
+    assert read["depfx.arch_gate:Model.forward"] & ARCH_FACT
+    assert read["depfx.arch_gate:Wrapper.forward"] & ARCH_FACT
+    entry = "depfx.arch_gate:Wrapper.forward"
+    assert _arch_scan(scan_cache, "PlainForCausalLM", entry=entry) == set()
+    assert _arch_scan(scan_cache, "SparseForCausalLM", entry=entry) == {"subprocess.run"}
+
+
 def test_classes_answering_the_recorded_tests_alike_keep_what_was_worked_out(scan_cache):
     """The architecture is read as a name only by comparisons, which are recorded: two classes outside
     the list answer them alike, so switching between them keeps the evaluator's memo (a census reuses

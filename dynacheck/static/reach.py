@@ -130,6 +130,7 @@ class Reacher:
         memo = ("expand", id(scope), key.mode)
         hit = self.ev.sites.get(memo)
         if hit is not None and hit[0] is scope:
+            self.ev.partial.reads |= hit[2]  # the walk replaying it reads what computing it read
             return hit[1]
         saved = self.ev.reads_begin()
         actions: list[tuple] = []

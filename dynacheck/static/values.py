@@ -155,6 +155,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         except TypeError:  # an unhashable part: this receiver stands alone
             return inst
         if hit is not None and hit[0] is inst.expr and hit[1] is inst.scope:
+            self.partial.reads |= hit[3]
             return hit[2]
         saved = self.reads_begin()
         signature = self._receiver_signature(inst)
