@@ -28,7 +28,7 @@ STATIC_ONLY = {
     "DC071": "needs a built tvm-ffi kernel library",
     "DC080": "fails at CUDA graph capture, not in Dynamo; needs a GPU",
 }
-NEEDS_MODULE = {"DC062": "tvm_ffi"}
+NEEDS_MODULE = {"DC062": "tvm_ffi", "DC072": "cutlass.cute"}  # nvidia-cutlass-dsl, not a dev dependency
 # Fatal under fullgraph without a GB id: the text Dynamo's UserError carries instead.
 FULLGRAPH_USER_ERROR = {"DC112": "data-dependent", "DC118": "data-dependent expression"}
 RULES = load_catalog().rules

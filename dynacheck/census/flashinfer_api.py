@@ -108,9 +108,9 @@ def api_markdown(data: dict[str, Any], command: str = "") -> str:
             "(fullgraph=True, no eager warm-up first).", "",
             f"{safe} of {len(rows)} exported functions are safe; {len(rows) - safe} break or could not be walked.",
             "", "\"Safe\" covers the scanned code: a call into a package outside the targets is not followed and "
-            "counts as a break only where a rule names it (tvm-ffi, cuda-python, pynvml, ctypes). FlashInfer 0.7's "
-            "CuTe DSL kernels (`cutlass.cute.compile` and the functions it returns, from nvidia-cutlass-dsl) are "
-            "not named yet, so a function whose only break would be there reads safe (docs/census.md).",
+            "counts as a break only where a rule names it (tvm-ffi, cuda-python, pynvml, ctypes, and the CuTe DSL's "
+            "`cutlass.cute.compile` from nvidia-cutlass-dsl, DC072). A function whose only break would be in another "
+            "unscanned call reads safe (docs/census.md).",
             "", "| function | safe | fatal | first break | fix first |", "|---|---|---|---|---|"]
     for r in rows:
         first, fix = r.get("first_break"), r.get("fix")
