@@ -441,6 +441,36 @@ def test_the_api_census_says_what_it_could_not_parse(tmp_path):
         exported(tmp_path)
 
 
+def test_a_function_that_breaks_whichever_way_its_open_test_goes_is_not_safe(tmp_path):
+    """FlashInfer 0.7.4's `rmsnorm` builds a CUDA JIT module if `_use_cuda_norm(...)` and compiles a CuTe DSL
+    kernel otherwise (`norm/__init__.py:1284-1295`): no break is unconditional, yet either way breaks. Such
+    a function is not safe; its record names the test, its first break and a fix over those breaks. One
+    that breaks one way only stays safe (its break is conditional)."""
+    from dynacheck.census.flashinfer_api import api_census, api_markdown
+    from dynacheck.model import Target
+
+    pkg = tmp_path / "flashinfer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .norm import both, one\n")
+    (pkg / "norm.py").write_text(
+        "import os\nimport subprocess\n\n\ndef _use_jit() -> bool:\n    try:\n        import flashinfer_jit_cache\n"
+        "        return True\n    except ImportError:\n        return False\n\n\n"
+        "def both(x):\n    if _use_jit():\n        subprocess.run(['nvcc', '--version'])\n    else:\n"
+        "        os.system('true')\n    return x\n\n\n"
+        "def one(x):\n    if _use_jit():\n        subprocess.run(['nvcc', '--version'])\n    return x\n")
+    data = api_census([Target(str(tmp_path), "flashinfer-python", "0", str(tmp_path), "folder")],
+                      cache_dir=tmp_path / "cache")
+    by_name = {r["function"]: r for r in data["functions"]}
+    both, one = by_name["flashinfer.norm:both"], by_name["flashinfer.norm:one"]
+    assert (both["safe"], both["fatal_sites"], both["conditional_sites"]) == (False, 0, 2)
+    assert both["every_way"] == [{"test": "_use_jit()", "file": "flashinfer/norm.py", "line": 14}]
+    assert both["first_break"]["line"] == 15 and both["fix"]["at"] == "flashinfer.norm.both"
+    assert (one["safe"], one["every_way"], one["first_break"]) == (True, None, None)
+    text = api_markdown(data)
+    assert "1 of 2 exported functions are safe" in text
+    assert "whichever way `_use_jit()` (flashinfer/norm.py:14) goes" in text
+
+
 def test_compare_sorts_cells_into_fixed_broken_changed():
     from dynacheck.census.compare import compare, compare_markdown
 
