@@ -93,3 +93,32 @@ def test_dynamo_fails_fullgraph_whichever_way_the_variable_goes(monkeypatch, cls
 
     assert fails("build") is fatal_when_set
     assert fails(None) is fatal_when_unset
+
+
+def test_a_census_cell_that_breaks_every_way_is_a_breaking_cell(scan_cache):
+    """The model census keeps `fatal_sites` as the unconditional count and names the tests; its grid,
+    its list of breaking cells and its release diff count the cell as breaking."""
+    from dynacheck.census.compare import compare
+    from dynacheck.census.render import cell_text, markdown
+    from dynacheck.census.run import breaks, cell_record
+    from dynacheck.static.scan import scan_targets
+    from dynacheck.sources.resolve import resolve_target
+
+    targets = [resolve_target(str(ROOT), cache_dir=scan_cache)]
+    both = cell_record(scan_targets(targets, ["ewfx.ways:BothWays.forward"], cache_dir=scan_cache))
+    one = cell_record(scan_targets(targets, ["ewfx.ways:OneWay.forward"], cache_dir=scan_cache))
+    assert both["fatal_sites"] == 0 and both["every_way"] == [
+        {"test": "os.environ.get() == 'build'", "file": "ewfx/ways.py", "line": 13}]
+    assert both["first_break"]["line"] == 14 and both["fix"]["at"] == "ewfx.ways.BothWays.forward"
+    assert one["every_way"] is None and one["first_break"] is None and not breaks(one)
+    assert breaks(both) and cell_text(both | {"kind": "cells"}) == "every way GB0007"
+
+    base = {"model": "M", "module": "m", "entry": "ewfx.ways:BothWays.forward", "entry_how": "test"}
+    census = {"targets": ["ewfx"], "deployments": [{"name": "d"}], "not_applicable": [], "errors": [],
+              "stats": {"models": 1, "forwards": 1}, "cells": [base | {"deployment": "d"} | both]}
+    text = markdown(census)
+    assert "0 with at least one unconditional fatal site" in text and "and 1 more that break whichever way" in text
+    assert "it breaks whichever way `os.environ.get() == 'build'` (ewfx/ways.py:13) goes" in text
+    after = census | {"cells": [base | {"deployment": "d"} | one]}
+    diff = compare(census, after)
+    assert [c["model"] for c in diff["fixed"]] == ["M"] and not diff["changed"]

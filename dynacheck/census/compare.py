@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dynacheck.census.run import breaks
+
 
 def _key(cell: dict[str, Any]) -> tuple[str, str]:
     return cell["model"], cell["deployment"]
@@ -37,15 +39,16 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     changed = []
     for key in sorted(before.keys() & after.keys()):
         a, b = before[key], after[key]
-        if a["fatal_sites"] != b["fatal_sites"] or _first(a) != _first(b):
+        if a["fatal_sites"] != b["fatal_sites"] or _first(a) != _first(b) or breaks(a) != breaks(b):
             changed.append({"model": key[0], "deployment": key[1], "fatal_before": a["fatal_sites"],
                             "fatal_after": b["fatal_sites"], "first_before": _first(a), "first_after": _first(b),
-                            "fix_after": (b.get("fix") or {}).get("at", "")})
+                            "fix_after": (b.get("fix") or {}).get("at", ""),
+                            "broke_before": breaks(a), "broke_after": breaks(b)})
     return {"from": old["targets"], "to": new["targets"],
             "added_models": sorted(new_models - old_models), "removed_models": sorted(old_models - new_models),
-            "fixed": [c for c in changed if c["fatal_before"] and not c["fatal_after"]],
-            "broken": [c for c in changed if not c["fatal_before"] and c["fatal_after"]],
-            "changed": [c for c in changed if c["fatal_before"] and c["fatal_after"]],
+            "fixed": [c for c in changed if c["broke_before"] and not c["broke_after"]],
+            "broken": [c for c in changed if not c["broke_before"] and c["broke_after"]],
+            "changed": [c for c in changed if c["broke_before"] and c["broke_after"]],
             "same": len(before.keys() & after.keys()) - len(changed)} | _applicability(before, after, old, new)
 
 

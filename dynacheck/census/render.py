@@ -8,6 +8,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from dynacheck.census.run import breaks
+
 TOP = 10
 
 
@@ -41,7 +43,8 @@ def cell_text(item: dict[str, Any] | None) -> str:
     if item.get("kind", "cells") == "errors":
         return "error"
     first = item.get("first_break")
-    return f"{item['fatal_sites']}" + (f" {first['gb_id'] or 'fatal'}" if first else "")
+    count = "every way" if not item["fatal_sites"] and item.get("every_way") else f"{item['fatal_sites']}"
+    return count + (f" {first['gb_id'] or 'fatal'}" if first else "")
 
 
 def what_breaks_most(data: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
@@ -73,13 +76,15 @@ _ALL_REFUSED = "No deployment starts, so no grid is drawn; the models read and e
 def _summary_lines(data: dict[str, Any]) -> list[str]:
     cells = data["cells"]
     broken = sum(1 for c in cells if c["fatal_sites"])
+    every = sum(1 for c in cells if breaks(c) and not c["fatal_sites"])
     refused = [f"- {len(names)} of {len(data['deployments'])} deployments do not start on this SGLang "
                f"({', '.join(names)}): {reason}; every cell of them is n/a."
                for reason, names in refusals(data).items()]
     return refused + [
         f"- {len(cells)} cells walked ({data['stats'].get('models', '?')} registered model classes x "
         f"{len(data['deployments'])} deployments; {data['stats'].get('forwards', '?')} distinct forwards), "
-        f"{broken} with at least one unconditional fatal site under piecewise CUDA graphs (fullgraph).",
+        f"{broken} with at least one unconditional fatal site under piecewise CUDA graphs (fullgraph)"
+        + (f", and {every} more that break whichever way their open tests go." if every else "."),
         f"- {len(data['not_applicable'])} cells not applicable (reason read from the sources), "
         f"{len(data['errors'])} model/cell entries could not be walked (listed at the end)."]
 
@@ -105,18 +110,18 @@ def markdown(data: dict[str, Any], command: str = "") -> str:
         for col in columns:
             item = cells.get((row, col))
             text = cell_text(item)
-            if item and item["kind"] == "cells" and item["fatal_sites"]:
+            if item and item["kind"] == "cells" and breaks(item):
                 text = f"[{text}](#{_anchor(row, col).lower()})"
             texts.append(text)
         out.append(f"| {row} | " + " | ".join(texts) + " |")
     out += ["", "## Cells with fatal sites", ""]
     for item in data["cells"]:
-        if not item["fatal_sites"]:
+        if not breaks(item):
             continue
         out.append(f"### {_anchor(item['model'], item['deployment'])}")
         first, fix = item.get("first_break"), item.get("fix")
         out.append(f"{item['model']} on {item['deployment']} (walked from `{item['entry']}`: {item['entry_how']}): "
-                   f"{item['fatal_sites']} fatal, {item['conditional_sites']} conditional.")
+                   f"{item['fatal_sites']} fatal, {item['conditional_sites']} conditional{_every_way_text(item)}.")
         if first:
             out.append(f"First break: {first['gb_id'] or 'fatal (no GB id)'} {first['rule']} at "
                        f"`{first['file']}:{first['line']}` in `{first['function']}` ({first['title']}).")
@@ -189,7 +194,7 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
         for col in columns:
             item = cells.get((row, col))
             text = esc(cell_text(item))
-            if item and item["kind"] == "cells" and item["fatal_sites"]:
+            if item and item["kind"] == "cells" and breaks(item):
                 out.append(f"<td class=bad><a href='#{esc(_anchor(row, col))}'>{text}</a></td>")
             elif item and item["kind"] == "cells":
                 out.append(f"<td class=ok>{text}</td>")
@@ -199,11 +204,12 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
         out.append("</tr>")
     out.append("</table><h2>Cells with fatal sites</h2>")
     for item in data["cells"]:
-        if not item["fatal_sites"]:
+        if not breaks(item):
             continue
         first, fix = item.get("first_break"), item.get("fix")
         body = [f"<p>walked from <code>{esc(item['entry'])}</code> ({esc(item['entry_how'])}); "
-                f"{item['fatal_sites']} fatal, {item['conditional_sites']} conditional</p>"]
+                f"{item['fatal_sites']} fatal, {item['conditional_sites']} conditional"
+                f"{_code_spans(esc(_every_way_text(item)))}</p>"]
         if first:
             body.append(f"<p>First break: <b>{esc(first['gb_id'] or 'fatal (no GB id)')}</b> {esc(first['rule'])} "
                         f"{esc(first['title'])} at <code>{esc(first['file'])}:{first['line']}</code></p><ol>" +
@@ -219,6 +225,16 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
         out.append("<h2>Not applicable / not walked</h2><ul>" + "".join(
             f"<li>{esc(model)}: {_code_spans(esc(reason))}</li>" for model, reason in _reasons(data)) + "</ul>")
     return "\n".join(out) + "\n"
+
+
+def _every_way_text(item: dict[str, Any]) -> str:
+    """`, and it breaks whichever way ... goes` for a cell whose breaks all wait on open tests that cover
+    every way (census/run.py cell_record), else ''."""
+    tests = item.get("every_way") or []
+    if not tests:
+        return ""
+    named = " and ".join(f"`{t['test']}` ({t['file']}:{t['line']})" for t in tests)
+    return f"; it breaks whichever way {named} {'goes' if len(tests) == 1 else 'go'}"
 
 
 def _code_spans(text: str) -> str:

@@ -105,11 +105,17 @@ def _trace_first(result: ScanResult) -> dict[str, Any] | None:
 
 
 def cell_record(result: ScanResult) -> dict[str, Any]:
-    """What a census keeps of one scan."""
+    """What a census keeps of one scan. A cell with no unconditional fatal site that breaks whichever way
+    its open tests go (static/every_way.py) names those tests (`every_way`), the first of those breaks in
+    program order, and a fix plan over them; `fatal_sites` stays the unconditional count."""
+    from dynacheck.fixes.plan import fix_plan
+    from dynacheck.static.every_way import fatal_every_way
+
     findings = result.findings
     plan = result.fix_plan
     fatal_sites, conditional_sites = site_counts(findings)
-    return {
+    every, tests = fatal_every_way(findings) if not fatal_sites else ((), ())
+    record = {
         "fatal_sites": fatal_sites,
         "conditional_sites": conditional_sites,
         "first_break": _trace_first(result),
@@ -117,7 +123,18 @@ def cell_record(result: ScanResult) -> dict[str, Any]:
         "fix": plan[0].to_dict() if plan else None,
         "breaks_by_function": sorted({f.site.function for f in findings
                                       if f.unconditional and f.outcome.fatal_under_fullgraph}),
+        "every_way": [{"test": c.text, "file": c.file, "line": c.line} for c in tests] or None,
     }
+    if every:
+        first = _site(min(every, key=_order_key))
+        ways = fix_plan(every, unconditional_only=False)
+        record |= {"first_break": first, "first_fixed": first, "fix": ways[0].to_dict() if ways else None}
+    return record
+
+
+def breaks(cell: dict[str, Any]) -> bool:
+    """Whether a census cell's compile breaks: an unconditional fatal site, or a break every way (cell_record)."""
+    return bool(cell["fatal_sites"] or cell.get("every_way"))
 
 
 # one session per worker process: the index (module summaries) is shared by every scan it runs
