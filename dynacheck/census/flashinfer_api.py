@@ -11,13 +11,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from dynacheck.census.run import _fatal, _order_key, _site, site_counts
+from dynacheck.census.run import _fatal, _order_key, _site, every_way_fields, site_counts, whichever_way
 from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError, one_line
-from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Target
 from dynacheck.sources.text import PARSE_FAILURES, read_source
-from dynacheck.static.every_way import fatal_every_way
 
 DEFAULT_API_DEPLOYMENT = DeploymentSpec(gpu="sm100", platform="cuda", env={"CUDA_HOME": "/usr/local/cuda"})
 
@@ -86,25 +84,19 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
             records.append({"function": entry, "safe": None, "error": str(exc)})
             continue
         fatal = _fatal(result.findings)
-        # no unconditional break, but one whichever way its open tests go (static/every_way.py)
-        every, tests = fatal_every_way(result.findings) if not fatal else ((), ())
-        first = min(fatal or every, key=_order_key) if fatal or every else None
         fatal_sites, conditional_sites = site_counts(result.findings)
-        records.append({"function": entry, "safe": not fatal and not every, "fatal_sites": fatal_sites,
-                        "conditional_sites": conditional_sites,
-                        "first_break": _site(first),
-                        "every_way": [{"test": c.text, "file": c.file, "line": c.line} for c in tests] or None,
-                        "fix": _first_fix(result.fix_plan if fatal else fix_plan(every, unconditional_only=False))})
+        record = {"function": entry, "safe": not fatal, "fatal_sites": fatal_sites,
+                  "conditional_sites": conditional_sites,
+                  "first_break": _site(min(fatal, key=_order_key)) if fatal else None, "every_way": None,
+                  "fix": result.fix_plan[0].to_dict() if result.fix_plan else None}
+        ways = every_way_fields(result.findings) if not fatal else None  # breaks whichever way its tests go
+        records.append(record | (ways | {"safe": False} if ways else {}))
         if progress and i % 10 == 0:
             progress(f"flashinfer API census: {i}/{len(entries)} functions")
     records += [{"function": name, "safe": None, "error": why} for name, why in sorted(unread.items())]
     return {"census_version": "1", "kind": "flashinfer-api", "target": target.spec, "version": target.version,
             "deployment": {"gpu": deployment.gpu, "platform": deployment.platform, "env": deployment.env},
             "functions": records, "seconds": round(time.perf_counter() - started, 2)}
-
-
-def _first_fix(plan) -> dict[str, Any] | None:
-    return plan[0].to_dict() if plan else None
 
 
 def api_markdown(data: dict[str, Any], command: str = "") -> str:
@@ -128,9 +120,7 @@ def api_markdown(data: dict[str, Any], command: str = "") -> str:
         where = f"{first['gb_id'] or 'fatal'} `{first['function'].rsplit('.', 1)[-1]}` ({first['file']}:{first['line']})" \
             if first else ("error: " + r["error"] if r.get("error") else "")
         if first and r.get("every_way"):
-            tests = r["every_way"]
-            where += ", whichever way " + " and ".join(f"`{t['test']}` ({t['file']}:{t['line']})" for t in tests) \
-                + (" goes" if len(tests) == 1 else " go")
+            where += ", " + whichever_way(r["every_way"])
         fix_text = f"{fix['kind']} at `{fix['at']}`" if fix else ""
         safe_text = "yes" if r.get("safe") else "no"
         out.append(f"| `{r['function']}` | {safe_text} | {r.get('fatal_sites', '')} | {where} | {fix_text} |")

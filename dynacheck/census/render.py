@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from dynacheck.census.run import breaks
+from dynacheck.census.run import breaks, whichever_way
 
 TOP = 10
 
@@ -228,13 +228,8 @@ def to_html(data: dict[str, Any], command: str = "") -> str:
 
 
 def _every_way_text(item: dict[str, Any]) -> str:
-    """`, and it breaks whichever way ... goes` for a cell whose breaks all wait on open tests that cover
-    every way (census/run.py cell_record), else ''."""
-    tests = item.get("every_way") or []
-    if not tests:
-        return ""
-    named = " and ".join(f"`{t['test']}` ({t['file']}:{t['line']})" for t in tests)
-    return f"; it breaks whichever way {named} {'goes' if len(tests) == 1 else 'go'}"
+    """`; it breaks whichever way ... goes` for a cell whose breaks cover every way of its open tests, else ''."""
+    return f"; it breaks {whichever_way(item['every_way'])}" if item.get("every_way") else ""
 
 
 def _code_spans(text: str) -> str:

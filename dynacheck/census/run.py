@@ -24,7 +24,9 @@ from dynacheck.census.models import ModelEntry, registered_models
 from dynacheck.deploy.build import DeploymentSpec, load_framework, unstartable
 from dynacheck.deploy.runner import missing_runner
 from dynacheck.errors import UserError
+from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Finding, PlanEntry, ScanResult, Target
+from dynacheck.static.every_way import fatal_every_way
 
 Progress = Callable[[str], None]
 
@@ -106,15 +108,11 @@ def _trace_first(result: ScanResult) -> dict[str, Any] | None:
 
 def cell_record(result: ScanResult) -> dict[str, Any]:
     """What a census keeps of one scan. A cell with no unconditional fatal site that breaks whichever way
-    its open tests go (static/every_way.py) names those tests (`every_way`), the first of those breaks in
-    program order, and a fix plan over them; `fatal_sites` stays the unconditional count."""
-    from dynacheck.fixes.plan import fix_plan
-    from dynacheck.static.every_way import fatal_every_way
-
+    its open tests go takes `every_way_fields` (its first break then in program order); `fatal_sites`
+    stays the unconditional count."""
     findings = result.findings
     plan = result.fix_plan
     fatal_sites, conditional_sites = site_counts(findings)
-    every, tests = fatal_every_way(findings) if not fatal_sites else ((), ())
     record = {
         "fatal_sites": fatal_sites,
         "conditional_sites": conditional_sites,
@@ -123,13 +121,30 @@ def cell_record(result: ScanResult) -> dict[str, Any]:
         "fix": plan[0].to_dict() if plan else None,
         "breaks_by_function": sorted({f.site.function for f in findings
                                       if f.unconditional and f.outcome.fatal_under_fullgraph}),
-        "every_way": [{"test": c.text, "file": c.file, "line": c.line} for c in tests] or None,
+        "every_way": None,
     }
-    if every:
-        first = _site(min(every, key=_order_key))
-        ways = fix_plan(every, unconditional_only=False)
-        record |= {"first_break": first, "first_fixed": first, "fix": ways[0].to_dict() if ways else None}
+    ways = every_way_fields(findings) if not fatal_sites else None
+    if ways:
+        record |= ways | {"first_fixed": ways["first_break"]}
     return record
+
+
+def every_way_fields(findings: Sequence[Finding]) -> dict[str, Any] | None:
+    """For findings that break only under open tests, but whichever way those go (static/every_way.py):
+    the tests (`every_way`), the first of those breaks in program order, and the first step of a fix plan
+    over them; None when some way breaks nothing. Shared by the model and the FlashInfer API census."""
+    every, tests = fatal_every_way(findings)
+    if not every:
+        return None
+    plan = fix_plan(every, unconditional_only=False)
+    return {"every_way": [{"test": c.text, "file": c.file, "line": c.line} for c in tests],
+            "first_break": _site(min(every, key=_order_key)), "fix": plan[0].to_dict() if plan else None}
+
+
+def whichever_way(tests: Sequence[dict[str, Any]]) -> str:
+    """`whichever way `T` (file:line) goes`, for a record's `every_way` (markdown; the HTML renders its spans)."""
+    named = " and ".join(f"`{t['test']}` ({t['file']}:{t['line']})" for t in tests)
+    return f"whichever way {named} {'goes' if len(tests) == 1 else 'go'}"
 
 
 def breaks(cell: dict[str, Any]) -> bool:
