@@ -16,10 +16,10 @@ import libcst as cst
 from dynacheck.errors import one_line
 from dynacheck.static import cst_nodes as cn
 from dynacheck.static import lazy_bodies, value_uses
-from dynacheck.static.ir import UNKNOWN, Expr
+from dynacheck.static.ir import UNKNOWN, Expr, dotted
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 30  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 31  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -168,6 +168,11 @@ MAX_NESTING = 2000  # syntax-tree levels; libcst's native parser overflows its s
 _PARSE_RECURSION = 1000
 _AST_GUARD_MEASURED = sys.version_info[:2] == (3, 11)
 _WALK_RECURSION = 10_000  # the walker recurses per level: room for MAX_NESTING, far below the C stack
+
+
+def _overload_stub(function: FunctionSummary) -> bool:
+    """A def decorated `@overload` (`typing` or `typing_extensions`): a signature, never what is called."""
+    return any((dotted(d) or "").rpartition(".")[2] == "overload" for d in function.decorators)
 
 
 def summarize(source: str, module: str, path: str, is_package: bool, defer: bool = True) -> ModuleSummary:
@@ -492,8 +497,11 @@ class _ModuleWalker:
         if stmt.returns is not None:
             summary.returns_annotation = cn.annotation_text(stmt.returns.annotation)
         if qualname in self.s.functions:  # redefinition (if/else variants): keep both
-            qualname = f"{qualname}@{def_line}"
-            summary.qualname = qualname
+            if _overload_stub(self.s.functions[qualname]) and not _overload_stub(summary):
+                self._move_stub(qualname, name, scope)  # the implementation is what the name holds
+            else:
+                qualname = f"{qualname}@{def_line}"
+                summary.qualname = qualname
         self.s.functions[qualname] = summary
         decorator_nodes = cn.ast_list(node, "decorator_list")
         for i, d in enumerate(stmt.decorators):
@@ -510,6 +518,23 @@ class _ModuleWalker:
             self.s.bindings.setdefault(name, []).append(Binding("def", qualname, def_line, conditional, self._guards))
         self.walk_block(cn.body(stmt.body), cn.ast_list(node, "body"), _Scope(function=summary),
                         (), "", False, f"{qualname}.<locals>.")
+
+    def _move_stub(self, qualname: str, name: str, scope) -> None:
+        """`@typing.overload` stubs come before the implementation, and at run time the name (module
+        global or class attribute) holds the implementation: it takes the plain qualname, and the stub
+        it follows moves to `name@line` with what named it (a method's first definition was kept, so a
+        call of an overloaded `Wrapper.run` resolved to a `...` stub and its body was never walked)."""
+        stub = self.s.functions.pop(qualname)
+        stub.qualname = moved = f"{qualname}@{stub.line}"
+        self.s.functions[moved] = stub
+        if scope.function is not None:
+            named = scope.function.assigns.get(name, [])
+            scope.function.assigns[name] = [("fn", moved) if v == ("fn", qualname) else v for v in named]
+            scope.function.nested = [moved if q == qualname else q for q in scope.function.nested]
+        elif scope.cls is None:
+            for binding in self.s.bindings.get(name, ()):
+                if binding.kind == "def" and binding.value == qualname:
+                    binding.value = moved
 
     def define_class(self, stmt: cst.ClassDef, node, line, scope, conditional, prefix) -> None:
         name = stmt.name.value
