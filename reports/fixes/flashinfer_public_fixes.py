@@ -10,30 +10,32 @@ Import it before the server starts (first import, or from sitecustomize.py). Fix
   7. [applied] custom_op at flashinfer.norm.fused_add_rmsnorm
   8. [applied] custom_op at flashinfer.norm.gemma_fused_add_rmsnorm
   9. [applied] custom_op at flashinfer.norm.layernorm
-  10. [applied] custom_op at flashinfer.fp4_quantization.fp4_quantize
-  11. [applied] custom_op at flashinfer.fp4_quantization.mxfp4_dequantize_host
-  12. [applied] custom_op at flashinfer.fp4_quantization.block_scale_interleave
-  13. [applied] custom_op at flashinfer.fp4_quantization.get_fp4_quantization_module
-  14. [applied] custom_op at flashinfer.fp4_quantization.e2m1_and_ufp8sf_scale_to_float
-  15. [applied] custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module
-  16. [applied] custom_op at flashinfer.norm._rmsnorm
-  17. [applied] custom_op at flashinfer.norm._gemma_rmsnorm
-  18. [applied] custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel
-  19. [applied] custom_op at flashinfer.page._append_paged_kv_cache_kernel
-  20. [applied] custom_op at flashinfer.quantization._packbits
-  21. [applied] custom_op at flashinfer.rope._apply_rope
-  22. [applied] custom_op at flashinfer.rope._apply_llama31_rope
-  23. [applied] custom_op at flashinfer.rope._apply_rope_pos_ids
-  24. [applied] custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache
-  25. [applied] custom_op at flashinfer.rope._apply_llama31_rope_pos_ids
-  26. [applied] custom_op at flashinfer.sampling.get_sampling_module
-  27. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs
-  28. [applied] custom_op at flashinfer.topk.get_topk_module
-  29. [applied] hoist at flashinfer.jit.cpp_ext.get_cuda_path
-  30. [skeleton] custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa
-  31. [skeleton] custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla
-  32. [skeleton] custom_op at flashinfer.api_logging._dump_function_outputs
-  33. [skeleton] custom_op at flashinfer.api_logging._log_function_inputs
+  10. [applied] custom_op at flashinfer.decode.get_single_decode_module
+  11. [applied] custom_op at flashinfer.fp4_quantization.fp4_quantize
+  12. [applied] custom_op at flashinfer.fp4_quantization.mxfp4_dequantize_host
+  13. [applied] custom_op at flashinfer.fp4_quantization.block_scale_interleave
+  14. [applied] custom_op at flashinfer.fp4_quantization.get_fp4_quantization_module
+  15. [applied] custom_op at flashinfer.fp4_quantization.e2m1_and_ufp8sf_scale_to_float
+  16. [applied] custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module
+  17. [applied] custom_op at flashinfer.norm._rmsnorm
+  18. [applied] custom_op at flashinfer.norm._gemma_rmsnorm
+  19. [applied] custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel
+  20. [applied] custom_op at flashinfer.page._append_paged_kv_cache_kernel
+  21. [applied] custom_op at flashinfer.prefill.get_single_prefill_module
+  22. [applied] custom_op at flashinfer.quantization._packbits
+  23. [applied] custom_op at flashinfer.rope._apply_rope
+  24. [applied] custom_op at flashinfer.rope._apply_llama31_rope
+  25. [applied] custom_op at flashinfer.rope._apply_rope_pos_ids
+  26. [applied] custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache
+  27. [applied] custom_op at flashinfer.rope._apply_llama31_rope_pos_ids
+  28. [applied] custom_op at flashinfer.sampling.get_sampling_module
+  29. [skeleton] custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs
+  30. [applied] custom_op at flashinfer.topk.get_topk_module
+  31. [applied] hoist at flashinfer.jit.cpp_ext.get_cuda_path
+  32. [skeleton] custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa
+  33. [skeleton] custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla
+  34. [skeleton] custom_op at flashinfer.api_logging._dump_function_outputs
+  35. [skeleton] custom_op at flashinfer.api_logging._log_function_inputs
 To do by hand (not applied here):
   - remove at flashinfer.autotuner.autotune: Log outside the compiled region (in the caller of the compiled module) or drop the line.
   - remove at flashinfer.fp4_quantization.nvfp4_quantize: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
@@ -45,6 +47,7 @@ To do by hand (not applied here):
   - remove at flashinfer.sampling.top_k_top_p_sampling_from_logits: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
   - remove at flashinfer.sampling.top_k_top_p_sampling_from_probs: Make the code branchless: compute both results and pick with `torch.where(cond, a, b)` (or mask/clamp).
   - remove at flashinfer.quantization.segment_packbits: Keep the value a tensor: use `torch.where`, masking or `torch.clamp` instead of a Python branch.
+  - remove at flashinfer.prefill._split_scale_param: Keep the value a tensor: index with the tensor itself (`x[idx]`), `torch.gather`, `torch.where`.
   - move_out at flashinfer.api_logging._get_timestamp: Take the value outside the compiled region (read it in the caller of the compiled module and pass it in): `flashinfer.api_logging._get_timestamp` changes betwee
   - move_out at flashinfer.api_logging._dump_function_inputs: Take the value outside the compiled region (read it in the caller of the compiled module and pass it in): `flashinfer.api_logging._dump_function_inputs` changes
   - remove at flashinfer.compilation_context.CompilationContext.__init__: Log outside the compiled region (in the caller of the compiled module) or drop the line.
@@ -382,6 +385,8 @@ APPLIED.append('manual, not applied: remove at flashinfer.sampling.top_k_top_p_s
 
 APPLIED.append('manual, not applied: remove at flashinfer.quantization.segment_packbits')
 
+APPLIED.append('manual, not applied: remove at flashinfer.prefill._split_scale_param')
+
 APPLIED.append('manual, not applied: move_out at flashinfer.api_logging._get_timestamp')
 
 APPLIED.append('manual, not applied: move_out at flashinfer.api_logging._dump_function_inputs')
@@ -509,9 +514,22 @@ def _fix_9():
 _apply(_fix_9, "custom_op at flashinfer.norm.layernorm")
 
 
-# Fix 10: custom_op at flashinfer.fp4_quantization.fp4_quantize (DC071 GB0156)
+# Fix 10: custom_op at flashinfer.decode.get_single_decode_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
 def _fix_10():
+    # dynacheck: applies FlashInfer-style declared ops
+    # torch.library.custom_op + register_fake for each declared op
+    _register_factory('flashinfer.decode', 'get_single_decode_module', [
+        ('run', 'flashinfer::run_single_decode', ('tmp', 'o', ), 'def run_single_decode(\n    q: torch.Tensor,\n    k: torch.Tensor,\n    v: torch.Tensor,\n    tmp: torch.Tensor,\n    o: torch.Tensor,\n    maybe_lse: Optional[torch.Tensor],\n    alibi_slopes: Optional[torch.Tensor],\n    kv_layout_code: int,\n    window_left: int,\n    logits_soft_cap: float,\n    sm_scale: float,\n    rope_scale: float,\n    rope_theta: float,\n) -> None:\n    ...\n', 'def _fake_run_single_decode(\n    q: torch.Tensor,\n    k: torch.Tensor,\n    v: torch.Tensor,\n    tmp: torch.Tensor,\n    o: torch.Tensor,\n    maybe_lse: Optional[torch.Tensor],\n    alibi_slopes: Optional[torch.Tensor],\n    kv_layout_code: int,\n    window_left: int,\n    logits_soft_cap: float,\n    sm_scale: float,\n    rope_scale: float,\n    rope_theta: float,\n) -> None:\n    pass\n'),
+    ], keyed=True)
+
+
+_apply(_fix_10, "custom_op at flashinfer.decode.get_single_decode_module")
+
+
+# Fix 11: custom_op at flashinfer.fp4_quantization.fp4_quantize (DC071 GB0156)
+# Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
+def _fix_11():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op around the public function + register_fake from declared fakes
     _wrap_public('flashinfer.fp4_quantization', 'fp4_quantize', 'dynacheck::fp4_quantize', library_op='flashinfer::fp4_quantize', factory='get_fp4_quantization_module', fakes={
@@ -519,12 +537,12 @@ def _fix_10():
     })
 
 
-_apply(_fix_10, "custom_op at flashinfer.fp4_quantization.fp4_quantize")
+_apply(_fix_11, "custom_op at flashinfer.fp4_quantization.fp4_quantize")
 
 
-# Fix 11: custom_op at flashinfer.fp4_quantization.mxfp4_dequantize_host (DC071 GB0156)
+# Fix 12: custom_op at flashinfer.fp4_quantization.mxfp4_dequantize_host (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_11():
+def _fix_12():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op around the public function + register_fake from declared fakes
     _wrap_public('flashinfer.fp4_quantization', 'mxfp4_dequantize_host', 'dynacheck::mxfp4_dequantize_host', library_op='flashinfer::mxfp4_dequantize_host', factory='get_fp4_quantization_module', fakes={
@@ -532,12 +550,12 @@ def _fix_11():
     })
 
 
-_apply(_fix_11, "custom_op at flashinfer.fp4_quantization.mxfp4_dequantize_host")
+_apply(_fix_12, "custom_op at flashinfer.fp4_quantization.mxfp4_dequantize_host")
 
 
-# Fix 12: custom_op at flashinfer.fp4_quantization.block_scale_interleave (DC071 GB0156)
+# Fix 13: custom_op at flashinfer.fp4_quantization.block_scale_interleave (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_12():
+def _fix_13():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op around the public function + register_fake from declared fakes
     _wrap_public('flashinfer.fp4_quantization', 'block_scale_interleave', 'dynacheck::block_scale_interleave', library_op='flashinfer::block_scale_interleave', factory='get_fp4_quantization_module', fakes={
@@ -545,12 +563,12 @@ def _fix_12():
     })
 
 
-_apply(_fix_12, "custom_op at flashinfer.fp4_quantization.block_scale_interleave")
+_apply(_fix_13, "custom_op at flashinfer.fp4_quantization.block_scale_interleave")
 
 
-# Fix 13: custom_op at flashinfer.fp4_quantization.get_fp4_quantization_module (DC071 GB0156)
+# Fix 14: custom_op at flashinfer.fp4_quantization.get_fp4_quantization_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_13():
+def _fix_14():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op + register_fake for each declared op
     _register_factory('flashinfer.fp4_quantization', 'get_fp4_quantization_module', [
@@ -560,12 +578,12 @@ def _fix_13():
     ], keyed=True)
 
 
-_apply(_fix_13, "custom_op at flashinfer.fp4_quantization.get_fp4_quantization_module")
+_apply(_fix_14, "custom_op at flashinfer.fp4_quantization.get_fp4_quantization_module")
 
 
-# Fix 14: custom_op at flashinfer.fp4_quantization.e2m1_and_ufp8sf_scale_to_float (DC071 GB0156)
+# Fix 15: custom_op at flashinfer.fp4_quantization.e2m1_and_ufp8sf_scale_to_float (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_14():
+def _fix_15():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op around the public function + register_fake from declared fakes
     _wrap_public('flashinfer.fp4_quantization', 'e2m1_and_ufp8sf_scale_to_float', 'dynacheck::e2m1_and_ufp8sf_scale_to_float', library_op='flashinfer::e2m1_and_ufp8sf_scale_to_float', factory='get_fp4_quantization_module', fakes={
@@ -573,12 +591,12 @@ def _fix_14():
     })
 
 
-_apply(_fix_14, "custom_op at flashinfer.fp4_quantization.e2m1_and_ufp8sf_scale_to_float")
+_apply(_fix_15, "custom_op at flashinfer.fp4_quantization.e2m1_and_ufp8sf_scale_to_float")
 
 
-# Fix 15: custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module (DC071 GB0156)
+# Fix 16: custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_15():
+def _fix_16():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op + register_fake for each declared op
     _register_factory('flashinfer.fp8_quantization', 'get_mxfp8_quantization_sm100_module', [
@@ -587,112 +605,125 @@ def _fix_15():
     ])
 
 
-_apply(_fix_15, "custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module")
+_apply(_fix_16, "custom_op at flashinfer.fp8_quantization.get_mxfp8_quantization_sm100_module")
 
 
-# Fix 16: custom_op at flashinfer.norm._rmsnorm (DC071 GB0156)
+# Fix 17: custom_op at flashinfer.norm._rmsnorm (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_16():
+def _fix_17():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.norm', '_rmsnorm', 'flashinfer::rmsnorm', mutates=('out', ), fake='_rmsnorm_fake')
 
 
-_apply(_fix_16, "custom_op at flashinfer.norm._rmsnorm")
+_apply(_fix_17, "custom_op at flashinfer.norm._rmsnorm")
 
 
-# Fix 17: custom_op at flashinfer.norm._gemma_rmsnorm (DC071 GB0156)
+# Fix 18: custom_op at flashinfer.norm._gemma_rmsnorm (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_17():
+def _fix_18():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.norm', '_gemma_rmsnorm', 'flashinfer::gemma_rmsnorm', mutates=('out', ), fake='_gemma_rmsnorm_fake')
 
 
-_apply(_fix_17, "custom_op at flashinfer.norm._gemma_rmsnorm")
+_apply(_fix_18, "custom_op at flashinfer.norm._gemma_rmsnorm")
 
 
-# Fix 18: custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel (DC071 GB0156)
+# Fix 19: custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_18():
+def _fix_19():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.page', '_append_paged_mla_kv_cache_kernel', 'flashinfer::append_paged_mla_kv_cache', mutates=('ckv_cache', 'kpe_cache', ), fake=None, fake_source='def _fake_append_paged_mla_kv_cache_kernel(\n    append_ckv: torch.Tensor,\n    append_kpe: torch.Tensor,\n    batch_indices: torch.Tensor,\n    positions: torch.Tensor,\n    ckv_cache: Optional[torch.Tensor],\n    kpe_cache: Optional[torch.Tensor],\n    kv_indices: torch.Tensor,\n    kv_indptr: torch.Tensor,\n    kv_last_page_len: torch.Tensor,\n) -> None:\n    return None\n')
 
 
-_apply(_fix_18, "custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel")
+_apply(_fix_19, "custom_op at flashinfer.page._append_paged_mla_kv_cache_kernel")
 
 
-# Fix 19: custom_op at flashinfer.page._append_paged_kv_cache_kernel (DC071 GB0156)
+# Fix 20: custom_op at flashinfer.page._append_paged_kv_cache_kernel (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_19():
+def _fix_20():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.page', '_append_paged_kv_cache_kernel', 'flashinfer::append_paged_kv_cache', mutates=('paged_k_cache', 'paged_v_cache', ), fake='_fake_append_paged_kv_cache_kernel')
 
 
-_apply(_fix_19, "custom_op at flashinfer.page._append_paged_kv_cache_kernel")
+_apply(_fix_20, "custom_op at flashinfer.page._append_paged_kv_cache_kernel")
 
 
-# Fix 20: custom_op at flashinfer.quantization._packbits (DC071 GB0156)
+# Fix 21: custom_op at flashinfer.prefill.get_single_prefill_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_20():
+def _fix_21():
+    # dynacheck: applies FlashInfer-style declared ops
+    # torch.library.custom_op + register_fake for each declared op
+    _register_factory('flashinfer.prefill', 'get_single_prefill_module', [
+        ('run', 'flashinfer::run_single_prefill', ('tmp', 'o', 'maybe_lse', ), 'def run_single_prefill(\n    q: torch.Tensor,\n    k: torch.Tensor,\n    v: torch.Tensor,\n    tmp: torch.Tensor,\n    o: torch.Tensor,\n    maybe_lse: Optional[torch.Tensor],\n    mask_mode: int,\n    layout: int,\n    window_left: int,\n    maybe_packed_custom_mask: Optional[torch.Tensor],\n    maybe_alibi_slopes: Optional[torch.Tensor],\n    logits_soft_cap: float,\n    sm_scale: float,\n    scale_q: Optional[torch.Tensor],\n    scale_k: Optional[torch.Tensor],\n    scale_v: Optional[torch.Tensor],\n    rope_scale: float,\n    rope_theta: float,\n) -> None:\n    ...\n', 'def _fake_run_single_prefill(\n    q: torch.Tensor,\n    k: torch.Tensor,\n    v: torch.Tensor,\n    tmp: torch.Tensor,\n    o: torch.Tensor,\n    maybe_lse: Optional[torch.Tensor],\n    mask_mode: int,\n    layout: int,\n    window_left: int,\n    maybe_packed_custom_mask: Optional[torch.Tensor],\n    maybe_alibi_slopes: Optional[torch.Tensor],\n    logits_soft_cap: float,\n    sm_scale: float,\n    rope_scale: float,\n    rope_theta: float,\n) -> None:\n    pass\n'),
+    ], keyed=True)
+
+
+_apply(_fix_21, "custom_op at flashinfer.prefill.get_single_prefill_module")
+
+
+# Fix 22: custom_op at flashinfer.quantization._packbits (DC071 GB0156)
+# Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
+def _fix_22():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.quantization', '_packbits', 'flashinfer::packbits', mutates=(), fake='_fake_packbits')
 
 
-_apply(_fix_20, "custom_op at flashinfer.quantization._packbits")
+_apply(_fix_22, "custom_op at flashinfer.quantization._packbits")
 
 
-# Fix 21: custom_op at flashinfer.rope._apply_rope (DC071 GB0156)
+# Fix 23: custom_op at flashinfer.rope._apply_rope (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_21():
+def _fix_23():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.rope', '_apply_rope', 'flashinfer::apply_rope', mutates=('q_rope', 'k_rope', ), fake='_fake_apply_rope')
 
 
-_apply(_fix_21, "custom_op at flashinfer.rope._apply_rope")
+_apply(_fix_23, "custom_op at flashinfer.rope._apply_rope")
 
 
-# Fix 22: custom_op at flashinfer.rope._apply_llama31_rope (DC071 GB0156)
+# Fix 24: custom_op at flashinfer.rope._apply_llama31_rope (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_22():
+def _fix_24():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.rope', '_apply_llama31_rope', 'flashinfer::apply_llama31_rope', mutates=('q_rope', 'k_rope', ), fake='_fake_apply_llama31_rope')
 
 
-_apply(_fix_22, "custom_op at flashinfer.rope._apply_llama31_rope")
+_apply(_fix_24, "custom_op at flashinfer.rope._apply_llama31_rope")
 
 
-# Fix 23: custom_op at flashinfer.rope._apply_rope_pos_ids (DC071 GB0156)
+# Fix 25: custom_op at flashinfer.rope._apply_rope_pos_ids (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_23():
+def _fix_25():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.rope', '_apply_rope_pos_ids', 'flashinfer::apply_rope_pos_ids', mutates=('q_rope', 'k_rope', ), fake='_fake_apply_rope_pos_ids')
 
 
-_apply(_fix_23, "custom_op at flashinfer.rope._apply_rope_pos_ids")
+_apply(_fix_25, "custom_op at flashinfer.rope._apply_rope_pos_ids")
 
 
-# Fix 24: custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache (DC071 GB0156)
+# Fix 26: custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_24():
+def _fix_26():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.rope', '_apply_rope_pos_ids_cos_sin_cache', 'flashinfer::apply_rope_pos_ids_cos_sin_cache', mutates=('q_rope', 'k_rope', ), fake='_fake_apply_rope_pos_ids_cos_sin_cache')
 
 
-_apply(_fix_24, "custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache")
+_apply(_fix_26, "custom_op at flashinfer.rope._apply_rope_pos_ids_cos_sin_cache")
 
 
-# Fix 25: custom_op at flashinfer.rope._apply_llama31_rope_pos_ids (DC071 GB0156)
+# Fix 27: custom_op at flashinfer.rope._apply_llama31_rope_pos_ids (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_25():
+def _fix_27():
     # dynacheck: applies FlashInfer-style declared ops
     _register_declared('flashinfer.rope', '_apply_llama31_rope_pos_ids', 'flashinfer::apply_llama31_rope_pos_ids', mutates=('q_rope', 'k_rope', ), fake='_fake_apply_llama31_rope_pos_ids')
 
 
-_apply(_fix_25, "custom_op at flashinfer.rope._apply_llama31_rope_pos_ids")
+_apply(_fix_27, "custom_op at flashinfer.rope._apply_llama31_rope_pos_ids")
 
 
-# Fix 26: custom_op at flashinfer.sampling.get_sampling_module (DC071 GB0156)
+# Fix 28: custom_op at flashinfer.sampling.get_sampling_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_26():
+def _fix_28():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op + register_fake for each declared op
     _register_factory('flashinfer.sampling', 'get_sampling_module', [
@@ -709,19 +740,19 @@ def _fix_26():
     ])
 
 
-_apply(_fix_26, "custom_op at flashinfer.sampling.get_sampling_module")
+_apply(_fix_28, "custom_op at flashinfer.sampling.get_sampling_module")
 
 
-# Fix 27: custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs (DC071 GB0156)
+# Fix 29: custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_27 = True and check compiled output against eager.
-ENABLE_FIX_27 = False
+#   3. set ENABLE_FIX_29 = True and check compiled output against eager.
+ENABLE_FIX_29 = False
 
 
-def _fix_27():
-    if not ENABLE_FIX_27:
+def _fix_29():
+    if not ENABLE_FIX_29:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
         return
     loaded = _load('flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
@@ -740,12 +771,12 @@ def _fix_27():
     _rebind(original, op, "custom_op dynacheck::locals _min_p_sampling_from_probs", owner, attr)
 
 
-_apply(_fix_27, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
+_apply(_fix_29, 'custom_op at flashinfer.sampling.get_sampling_module.<locals>.min_p_sampling_from_probs')
 
 
-# Fix 28: custom_op at flashinfer.topk.get_topk_module (DC071 GB0156)
+# Fix 30: custom_op at flashinfer.topk.get_topk_module (DC071 GB0156)
 # Built from the library's own op declarations in the scanned source (`dynacheck scan` showed this code).
-def _fix_28():
+def _fix_30():
     # dynacheck: applies FlashInfer-style declared ops
     # torch.library.custom_op + register_fake for each declared op
     _register_factory('flashinfer.topk', 'get_topk_module', [
@@ -755,12 +786,12 @@ def _fix_28():
     ])
 
 
-_apply(_fix_28, "custom_op at flashinfer.topk.get_topk_module")
+_apply(_fix_30, "custom_op at flashinfer.topk.get_topk_module")
 
 
-# Fix 29: hoist at flashinfer.jit.cpp_ext.get_cuda_path (DC001 GB0007)
+# Fix 31: hoist at flashinfer.jit.cpp_ext.get_cuda_path (DC001 GB0007)
 # Computed once now, at import, outside any compiled region; the forward reads the frozen value.
-def _fix_29():
+def _fix_31():
     loaded = _load('flashinfer.jit.cpp_ext.get_cuda_path')
     if loaded is None:
         return
@@ -777,19 +808,19 @@ def _fix_29():
     _rebind(original, hoisted, "hoist", owner, attr)
 
 
-_apply(_fix_29, 'hoist at flashinfer.jit.cpp_ext.get_cuda_path')
+_apply(_fix_31, 'hoist at flashinfer.jit.cpp_ext.get_cuda_path')
 
 
-# Fix 30: custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa (DC071 GB0156)
+# Fix 32: custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_30 = True and check compiled output against eager.
-ENABLE_FIX_30 = False
+#   3. set ENABLE_FIX_32 = True and check compiled output against eager.
+ENABLE_FIX_32 = False
 
 
-def _fix_30():
-    if not ENABLE_FIX_30:
+def _fix_32():
+    if not ENABLE_FIX_32:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.xqa.get_xqa_module.<locals>.xqa')
         return
     loaded = _load('flashinfer.xqa.get_xqa_module.<locals>.xqa')
@@ -808,19 +839,19 @@ def _fix_30():
     _rebind(original, op, "custom_op dynacheck::locals _xqa", owner, attr)
 
 
-_apply(_fix_30, 'custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa')
+_apply(_fix_32, 'custom_op at flashinfer.xqa.get_xqa_module.<locals>.xqa')
 
 
-# Fix 31: custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla (DC071 GB0156)
+# Fix 33: custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla (DC071 GB0156)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_31 = True and check compiled output against eager.
-ENABLE_FIX_31 = False
+#   3. set ENABLE_FIX_33 = True and check compiled output against eager.
+ENABLE_FIX_33 = False
 
 
-def _fix_31():
-    if not ENABLE_FIX_31:
+def _fix_33():
+    if not ENABLE_FIX_33:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
         return
     loaded = _load('flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
@@ -839,19 +870,19 @@ def _fix_31():
     _rebind(original, op, "custom_op dynacheck::locals _xqa_mla", owner, attr)
 
 
-_apply(_fix_31, 'custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
+_apply(_fix_33, 'custom_op at flashinfer.xqa.get_xqa_module_mla.<locals>.xqa_mla')
 
 
-# Fix 32: custom_op at flashinfer.api_logging._dump_function_outputs (DC021 GB0007)
+# Fix 34: custom_op at flashinfer.api_logging._dump_function_outputs (DC021 GB0007)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_32 = True and check compiled output against eager.
-ENABLE_FIX_32 = False
+#   3. set ENABLE_FIX_34 = True and check compiled output against eager.
+ENABLE_FIX_34 = False
 
 
-def _fix_32():
-    if not ENABLE_FIX_32:
+def _fix_34():
+    if not ENABLE_FIX_34:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.api_logging._dump_function_outputs')
         return
     loaded = _load('flashinfer.api_logging._dump_function_outputs')
@@ -870,19 +901,19 @@ def _fix_32():
     _rebind(original, op, "custom_op dynacheck::api_logging__dump_function_outputs", owner, attr)
 
 
-_apply(_fix_32, 'custom_op at flashinfer.api_logging._dump_function_outputs')
+_apply(_fix_34, 'custom_op at flashinfer.api_logging._dump_function_outputs')
 
 
-# Fix 33: custom_op at flashinfer.api_logging._log_function_inputs (DC096 GB7000)
+# Fix 35: custom_op at flashinfer.api_logging._log_function_inputs (DC096 GB7000)
 # SKELETON: dynacheck has no known fake for this function. To enable it:
 #   1. check `op`'s parameters and return: the function's own where the scan read them (tensors, ints, ...);
 #   2. make `_fake` return empty tensors with exactly the shapes, dtypes and strides eager returns;
-#   3. set ENABLE_FIX_33 = True and check compiled output against eager.
-ENABLE_FIX_33 = False
+#   3. set ENABLE_FIX_35 = True and check compiled output against eager.
+ENABLE_FIX_35 = False
 
 
-def _fix_33():
-    if not ENABLE_FIX_33:
+def _fix_35():
+    if not ENABLE_FIX_35:
         APPLIED.append('skeleton, disabled until filled in: flashinfer.api_logging._log_function_inputs')
         return
     loaded = _load('flashinfer.api_logging._log_function_inputs')
@@ -901,4 +932,4 @@ def _fix_33():
     _rebind(original, op, "custom_op dynacheck::api_logging__log_function_inputs", owner, attr)
 
 
-_apply(_fix_33, 'custom_op at flashinfer.api_logging._log_function_inputs')
+_apply(_fix_35, 'custom_op at flashinfer.api_logging._log_function_inputs')
