@@ -31,6 +31,7 @@ VIA_DECORATOR = "decorator wrapper"
 VIA_RETURN = "return value"
 VIA_FACTORY = "factory"
 VIA_PROPERTY = "property read -> getter"
+VIA_AUTOGRAD_APPLY = "autograd.Function.apply -> forward"
 
 
 def severity_rank(severity: str) -> int:

@@ -48,3 +48,11 @@ def test_a_required_parameter_still_takes_the_caller_s_tensor(scan_cache, fixtur
     """The control: the tensor passed third to a required parameter is formatted, and Dynamo breaks."""
     assert not _compiles(fixture_module, "Broken")
     assert ("scaled", 'f"{shift}"') in _value_hazards(scan_cache, "Broken")
+
+
+def test_a_helper_annotated_bool_returns_no_tensor(scan_cache, fixture_module):
+    """Before, `is_cpu_engine()`'s last operand, `torch.cpu.is_available()`, read as a tensor-returning torch
+    call, so the test was a branch on a tensor (a false DC110 that made SGLang's gated layer norm, reached
+    through `LayerNormFn.apply`, break every Qwen3-Next cell)."""
+    assert _compiles(fixture_module, "DeviceTest")
+    assert _value_hazards(scan_cache, "DeviceTest") == set()

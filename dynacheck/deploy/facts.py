@@ -22,7 +22,7 @@ QUANT_FACT = 2  # the --quantization server arg, and the config class it pins (t
 # place between a census's forwards (ScanSession.engine)
 ARCH_FACT = 4
 ALL_FACTS = -1  # what a computation cut short may have read
-GPU_PROBES = frozenset({"torch.cuda.get_device_capability"})
+GPU_PROBES = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties"})
 QUANT_ARGS = frozenset({"quantization"})  # server-args fields read through QUANT_FACT, not the object
 _FREE_FIELDS = ("name", "gpu", "refused", "architecture")  # not read by the evaluator, or read through a fact bit
 _QUANT_FIELDS = ("quantization", "type_pins", "server_args_given", "server_args")  # compared below

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dynacheck import model as m
 from dynacheck.deploy.facts import QUANT_FACT
 from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.value_types import (MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope, Value, dedupe, evolve,
-                                          receiver_key)
+from dynacheck.static.value_types import (AUTOGRAD_FUNCTION_BASES, MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope,
+                                          Value, dedupe, evolve, receiver_key)
 
 
 class ClassModel:
@@ -37,8 +37,22 @@ class ClassModel:
             if any(v.kind != "unknown" for v in found) or external is None:
                 return found
         if external is not None:
+            if attr == "apply" and not is_instance and external.name in AUTOGRAD_FUNCTION_BASES:
+                forward = self._autograd_forward(base)
+                if forward is not None:
+                    return [forward]
             return [Value("ext", name=f"{external.name}.{attr}", confidence=base.confidence, note="method")]
         return [Value("unknown", name=attr)]
+
+    def _autograd_forward(self, cls: Value) -> Value | None:
+        """The `forward` that `cls.apply(...)` runs, for a subclass of torch.autograd.Function: Dynamo traces
+        it as part of the frame (measured: a subprocess call in it fails fullgraph with GB0007)."""
+        for klass in self.mro(cls):
+            summary = self.index.klass(klass.module, klass.name) if klass.kind == "cls" else None
+            if summary is not None and "forward" in summary.methods:
+                return Value("func", klass.module, summary.methods["forward"], m.VIA_AUTOGRAD_APPLY, cls.confidence,
+                             self_cls=evolve(cls, kind="cls"))
+        return None
 
     def _super_member(self, base: Value, attr: str, depth: int) -> list[Value]:
         """super().attr: look past the class that defines the calling method in self's MRO."""

@@ -9,7 +9,7 @@ from typing import Any
 from dynacheck.deploy.facts import GPU_FACT, GPU_PROBES, UNKNOWN as FACT_UNKNOWN
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr
-from dynacheck.static.value_types import Scope, Value, evolve, receiver_key
+from dynacheck.static.value_types import Scope, Value, evolve, passes_ctx, receiver_key
 from dynacheck.static.partial_values import (
     argument_key, as_value, ENUM_BASES, ENV_READERS, known, Known, MAX_DEPTH, Member, merge, Obj, Partial, Ref,
     release, STR_METHODS, unknown, VERSION_PARSERS,
@@ -88,7 +88,7 @@ class CallEvaluation:
         if receiver is not None and params[:1] == ["self"]:
             bound["self"] = known(receiver)
             params = params[1:]
-        elif func.self_cls is not None and params[:1] in (["self"], ["cls"]):
+        elif func.self_cls is not None and params[:1] in (["self"], ["cls"]) or passes_ctx(func, params):
             params = params[1:]
         for name, value in zip(params, args):
             bound[name] = value
@@ -195,6 +195,11 @@ class CallEvaluation:
             return self._builtin(name.rpartition(".")[2], args, scope, depth)
         if name in GPU_PROBES:
             self.reads |= GPU_FACT
+        if name == "torch.cuda.get_device_properties":  # FlashInfer's get_compute_capability reads .major/.minor
+            capability = self.dep.external_call("torch.cuda.get_device_capability")
+            if capability is not FACT_UNKNOWN:
+                return known(Obj("device_properties", (("major", capability[0]), ("minor", capability[1]))))
+            return unknown(Condition(f"{name}()", scope.module.path, 0, "platform"))
         fact = self.dep.external_call(name)
         if fact is not FACT_UNKNOWN:
             return known(fact)

@@ -247,7 +247,8 @@ def _bounded_arith(op: str, a: Any, b: Any) -> Any:
     return FACT_UNKNOWN
 
 
-OBJECT_FAMILY = {"server_args": ("flag", "server_args"), "model_config": ("config", "config")}
+OBJECT_FAMILY = {"server_args": ("flag", "server_args"), "model_config": ("config", "config"),
+                 "device_properties": ("platform", "torch.cuda.get_device_properties()")}
 # the HF config of a census cell, whose only known field is the architecture (facts.ARCH_FACT)
 ARCHITECTURE_ONLY = Obj("model_architecture", ())
 ARCHITECTURE_TESTS = frozenset({"Equal", "NotEqual", "In", "NotIn"})

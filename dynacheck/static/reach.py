@@ -17,7 +17,7 @@ from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
 from dynacheck.static.partial_values import Obj, Ref, known_name
-from dynacheck.static.value_types import allocation_label, receiver_key
+from dynacheck.static.value_types import allocation_label, passes_ctx, receiver_key
 from dynacheck.static.value_uses import TENSOR
 from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
 
@@ -249,7 +249,7 @@ class Reacher:
             return True
         positional, required, varargs, varkw = scope.function.arity
         bound = func.self_cls is not None if bound_method is None else bound_method
-        if bound and scope.function.params[:1] in (("self",), ("cls",)):
+        if bound and scope.function.params[:1] in (("self",), ("cls",)) or passes_ctx(func, scope.function.params):
             positional, required = positional - 1, max(required - 1, 0)
         given = call.positional
         if given > positional and not varargs:
@@ -368,7 +368,8 @@ class Reacher:
         if not wanted:
             return ()
         params = list(fn.params)
-        if params[:1] in (["self"], ["cls"]) and (func.self_cls is not None or call.func[:1] == ("a",)):
+        if params[:1] in (["self"], ["cls"]) and (func.self_cls is not None or call.func[:1] == ("a",)) \
+                or passes_ctx(func, params):
             params = params[1:]
         given: dict[str, tuple] = {}
         for name, arg in zip(params, call.args):

@@ -23,6 +23,7 @@ from dynacheck.static.ir import Expr, dotted, render
 from dynacheck.static.memo import drop_reading
 from dynacheck.static.reach import TRACE, Hit, NodeKey, Walk
 from dynacheck.static.summary import CallSite, FunctionSummary
+from dynacheck.static.value_types import passes_ctx
 from dynacheck.static.value_uses import TENSOR, is_tensor_annotation
 from dynacheck.static.values import Evaluator, Scope, Value, evolve
 
@@ -43,7 +44,8 @@ NOT_TENSOR_PREFIXES = ("torch.compiler.", "torch._dynamo.", "torch.cuda.", "torc
                        "torch.is_", "torch.get_", "torch.set_", "torch.are_", "torch.finfo", "torch.iinfo",
                        "torch.Size", "torch.device", "torch.dtype", "torch.Generator", "torch.no_grad",
                        "torch.enable_grad", "torch.inference_mode", "torch.manual_seed", "torch.save", "torch.load",
-                       "torch.ops.", "torch.typename", "torch.numel", "torch.cond")
+                       "torch.ops.", "torch.typename", "torch.numel", "torch.cond", "torch.cpu.")
+SCALAR_ANNOTATIONS = frozenset({"bool", "int", "float", "str", "None", "bytes"})
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"})
 # Tensor methods whose result holds integers (for `.tolist()`: GB0033 on integers, GB0109 on floats).
 INT_METHODS = frozenset({"long", "int", "short", "argmax", "argmin", "argsort", "nonzero", "bincount", "numel"})
@@ -246,6 +248,8 @@ class TensorHazards:
         fn = scope.function
         if is_tensor_annotation(fn.returns_annotation):
             return True
+        if fn.returns_annotation in SCALAR_ANNOTATIONS:
+            return False  # `def is_cpu() -> bool`: whatever its `and` chain ends with, a bool comes back
         params = _positional(fn, func.self_cls is not None)
         seeds = {p for p, a in zip(params, args) if self.is_tensor(a, env, depth)} | _annotated(fn)
         key = (func.key(), frozenset(seeds))
@@ -296,8 +300,11 @@ class TensorHazards:
             caller = envs.get(edge.parent)
             if caller is None:
                 continue
-            for call in _calls_at(caller.scope.function, edge.call_line, fn.name):
-                seeds |= {p for p, a in zip(params, call.args) if p and self.is_tensor(a, caller)}
+            # `F.apply(x, w)` passes x to forward's second parameter: ctx is autograd's
+            given = params[1:] if passes_ctx(edge, _positional(fn, True)) else params
+            callee = "apply" if given is not params else fn.name
+            for call in _calls_at(caller.scope.function, edge.call_line, callee):
+                seeds |= {p for p, a in zip(given, call.args) if p and self.is_tensor(a, caller)}
         return seeds
 
     # ----- hazards ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from dynacheck import model as m
 from dynacheck.static.ir import Expr, names_in
 from dynacheck.static.value_types import (
     CONTAINER_FACTORIES, EXTERNAL_FACTORIES, ITERATOR_VIEWS, MAX_VALUES, NAMESPACE_FACTORIES, UNKNOWN, Scope,
-    Value, bound_key, dedupe, evolve, receiver_key, vague, with_conditions,
+    Value, bound_key, dedupe, evolve, passes_ctx, receiver_key, vague, with_conditions,
 )
 
 
@@ -103,7 +103,7 @@ class CallValues:
             return ()
         wanted = _names_in_returns(fn)
         params = list(fn.params)
-        if func.self_cls is not None and params[:1] in (["self"], ["cls"]):
+        if func.self_cls is not None and params[:1] in (["self"], ["cls"]) or passes_ctx(func, params):
             params = params[1:]
         bound = []
         for name, arg in zip(params, call_expr[2]):

@@ -48,6 +48,8 @@ CONTAINER_FACTORIES = {
 NAMESPACE_FACTORIES = {"types.SimpleNamespace", "argparse.Namespace"}
 ITERATOR_VIEWS = {"itertools.islice", "builtins.reversed", "builtins.iter"}  # iterate some of their argument's items
 NN_MODULE_BASES = {"torch.nn.Module", "torch.nn.modules.module.Module", "nn.Module"}
+# `F.apply(*args)` runs `F.forward(ctx, *args)`, and Dynamo traces that forward (a break in it is the model's)
+AUTOGRAD_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
 BUILTINS = frozenset(dir(__import__("builtins")))
 
 
@@ -123,6 +125,11 @@ def evolve(obj, **changes):
 
 
 _CACHED = frozenset({"_hash", "_label", "_key"})  # fields kept in an object's __dict__ by what reads it
+
+
+def passes_ctx(func: Value, params) -> bool:
+    """Whether the call leaves out the first parameter as autograd does: `F.apply(x)` calls `forward(ctx, x)`."""
+    return func.via == m.VIA_AUTOGRAD_APPLY and bool(params) and params[0] == "ctx"
 
 
 def weaker(a: str, b: str) -> str:
