@@ -127,9 +127,10 @@ def evolve(obj, **changes):
 _CACHED = frozenset({"_hash", "_label", "_key"})  # fields kept in an object's __dict__ by what reads it
 
 
-def passes_ctx(func: Value, params) -> bool:
-    """Whether the call leaves out the first parameter as autograd does: `F.apply(x)` calls `forward(ctx, x)`."""
-    return func.via == m.VIA_AUTOGRAD_APPLY and bool(params) and params[0] == "ctx"
+def passes_ctx(callee, params) -> bool:
+    """Whether the call leaves out the first parameter as autograd does: `F.apply(x)` calls `forward(ctx, x)`.
+    `callee`: the Value called, or the walk's edge into it (both say how it was reached, `via`)."""
+    return callee.via == m.VIA_AUTOGRAD_APPLY and bool(params) and params[0] == "ctx"
 
 
 def weaker(a: str, b: str) -> str:
