@@ -56,3 +56,11 @@ def test_a_helper_annotated_bool_returns_no_tensor(scan_cache, fixture_module):
     through `LayerNormFn.apply`, break every Qwen3-Next cell)."""
     assert _compiles(fixture_module, "DeviceTest")
     assert _value_hazards(scan_cache, "DeviceTest") == set()
+
+
+def test_an_identity_test_of_a_tensor_is_a_python_bool(scan_cache, fixture_module):
+    """`cu_seqlens is None`, with a tensor passed for `cu_seqlens`, read as a tensor, so `if fixed_layout:`
+    was a branch on one (a false DC110, the first break the FlashInfer API census named for
+    `prepare_tf32_kda_prefill`)."""
+    assert _compiles(fixture_module, "IdentityTest")
+    assert _value_hazards(scan_cache, "IdentityTest") == set()

@@ -58,6 +58,9 @@ CLASS_KIND = "class_in_compiled_function"
 FORMATTED = "tensor_formatted"  # a formatted tensor becomes text (DC115)
 FORMATTED_METHOD = "tensor_formatted_method"  # a str method of a formatted tensor: another break (GB0156)
 LOOP_KIND = "break_in_layer_loop"
+# Comparisons that are Python bools whatever the operands hold, as a branch test reads them too
+# (value_uses._NAME_TESTS): `fixed = cu_seqlens is None` then `if fixed:` asks no tensor's truth.
+BOOL_COMPARISONS = frozenset({"Is", "IsNot", "In", "NotIn"})
 # Value hazards that are graph breaks under the default compile (a loop around one is GB7000).
 BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin", "tensor_repr",
                       FORMATTED, FORMATTED_METHOD, "data_dependent_shape", "one_hot_without_classes",
@@ -191,6 +194,8 @@ class TensorHazards:
             return False
         if kind == "c":
             return self._call_is_tensor(expr, env, depth)
+        if kind == "cmp" and len(expr) > 2 and all(op in BOOL_COMPARISONS for op, _ in expr[2]):
+            return False  # `t is None` is a Python bool whatever `t` holds
         if kind in ("op", "cmp", "s", "sl", "it"):
             return self.is_tensor(expr[1], env, depth) or (kind == "op" and self.is_tensor(expr[2], env, depth))
         if kind == "idx":
@@ -215,6 +220,8 @@ class TensorHazards:
                 return True  # `.item()` only exists on tensors (the engine matches it on any receiver too)
             if func in (("n", "int"), ("n", "float"), ("n", "bool")) and expr[2]:
                 return self.is_tensor(expr[2][0], env, depth)
+            return False
+        if kind == "cmp" and len(expr) > 2 and all(op in BOOL_COMPARISONS for op, _ in expr[2]):
             return False
         if kind in ("op", "cmp"):
             return self.is_scalar(expr[1], env, depth) or (kind == "op" and self.is_scalar(expr[2], env, depth))
