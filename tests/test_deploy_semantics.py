@@ -498,3 +498,24 @@ def test_classes_answering_the_recorded_tests_alike_keep_what_was_worked_out(sca
     session.engine(spec("SparseForCausalLM"))
     assert partial.architecture_tests == set()  # dropped with what read it
     assert _arch_scan(scan_cache, "SparseForCausalLM", session) == {"subprocess.run"}
+
+
+def test_a_call_in_the_arguments_of_a_multi_line_call_comes_first(scan_cache):
+    """Ordered by first line, `make_spec(` (line 19) was entered before the probe in its arguments
+    (line 22): the first break read `datetime.now()` where Dynamo stops at `nvcc --version`."""
+    first = _attr_scan(scan_cache, "attrfx.argorder:gen_module").first_break
+    assert (first["callee"], first["line"]) == ("subprocess.check_output", 10)
+
+
+def test_dynamo_makes_the_argument_call_first(monkeypatch):
+    import importlib
+
+    import torch
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "attr"))
+    module = importlib.import_module("attrfx.argorder")
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as caught:
+        torch.compile(module.gen_module, backend="eager", fullgraph=True)(torch.ones(2))
+    ours = [frame.lineno for frame in caught.value.real_stack if frame.filename.endswith("argorder.py")]
+    assert ours == [22, 10]  # the probe in the arguments, not make_spec's line 14

@@ -11,13 +11,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from dynacheck.census.run import _fatal, _order_key, _site, every_way_fields, site_counts, whichever_way
+from dynacheck.census.run import _fatal, _order_key, _site, _trace_first, every_way_fields, site_counts, whichever_way
 from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError, one_line
 from dynacheck.model import Target
 from dynacheck.sources.text import PARSE_FAILURES, read_source
 
-DEFAULT_API_DEPLOYMENT = DeploymentSpec(gpu="sm100", platform="cuda", env={"CUDA_HOME": "/usr/local/cuda"})
+# cold: nothing is run eagerly first, so a registry that fills on first use is empty when Dynamo traces
+DEFAULT_API_DEPLOYMENT = DeploymentSpec(gpu="sm100", platform="cuda", env={"CUDA_HOME": "/usr/local/cuda"}, cold=True)
 
 
 def public_entries(root: Path) -> list[str]:
@@ -79,7 +80,7 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
     for i, entry in enumerate(entries, 1):
         try:
             result = scan_targets(targets, [entry], None, cache_dir=cache_dir, deployment=deployment,
-                                  session=session)
+                                  session=session, entry_defaults=True)
         except UserError as exc:
             records.append({"function": entry, "safe": None, "error": str(exc)})
             continue
@@ -87,7 +88,8 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
         fatal_sites, conditional_sites = site_counts(result.findings)
         record = {"function": entry, "safe": not fatal, "fatal_sites": fatal_sites,
                   "conditional_sites": conditional_sites,
-                  "first_break": _site(min(fatal, key=_order_key)) if fatal else None, "every_way": None,
+                  "first_break": (_trace_first(result) or _site(min(fatal, key=_order_key))) if fatal else None,
+                  "every_way": None,
                   "fix": result.fix_plan[0].to_dict() if result.fix_plan else None}
         ways = every_way_fields(result.findings) if not fatal else None  # breaks whichever way its tests go
         records.append(record | (ways | {"safe": False} if ways else {}))
@@ -95,7 +97,8 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
             progress(f"flashinfer API census: {i}/{len(entries)} functions")
     records += [{"function": name, "safe": None, "error": why} for name, why in sorted(unread.items())]
     return {"census_version": "1", "kind": "flashinfer-api", "target": target.spec, "version": target.version,
-            "deployment": {"gpu": deployment.gpu, "platform": deployment.platform, "env": deployment.env},
+            "deployment": {"gpu": deployment.gpu, "platform": deployment.platform, "env": deployment.env,
+                           "cold": deployment.cold},
             "functions": records, "seconds": round(time.perf_counter() - started, 2)}
 
 

@@ -46,6 +46,8 @@ class DeploymentSpec:
     refuse_unknown_flags: bool = False
     # a census cell's model class: `config.architectures` when no model config is given
     architecture: str | None = None
+    # the compile is the first call in a fresh process (the FlashInfer API census: no eager warm-up)
+    cold: bool = False
 
     @property
     def empty(self) -> bool:
@@ -94,7 +96,7 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     if platform and platform not in PLATFORMS:
         raise UserError(f"Unknown --platform {platform!r}.", f"Known: {', '.join(PLATFORMS)}.")
     deployment = Deployment(name=spec.preset or "custom", gpu=gpu, platform=platform, env=dict(spec.env),
-                            env_complete=True)
+                            env_complete=True, cold=spec.cold)
     config_path = spec.model_config
     if config_path is None and given.get("model_config"):
         deployment.model_config = _read_config_text(

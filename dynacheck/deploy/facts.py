@@ -64,6 +64,9 @@ class Deployment:
     object_types: dict[str, str] = field(default_factory=dict)  # class name -> "server_args" | "model_config"
     type_pins: dict[str, str] = field(default_factory=dict)  # base class module:qualname -> concrete class
     compiling: bool = True  # torch.compiler.is_compiling() inside the traced region
+    # the compile is the process's first call of the code (no eager warm-up): a registry that fills on
+    # first use (`if key not in self._specs:`) is empty then, so its first-call path is taken
+    cold: bool = False
     refused: str = ""  # why the framework refuses to load this deployment at all (read from its sources)
     runner_missing: str = ""  # why the runner the framework facts describe is absent (its facts not applied)
     framework: dict[str, Any] = field(default_factory=dict)  # where the framework keeps these facts (presets/sglang.toml)
@@ -162,6 +165,8 @@ class Deployment:
             out["runner_missing"] = self.runner_missing
         if self.derived:
             out["derived_server_args"] = dict(self.derived)
+        if self.cold:
+            out["cold"] = True
         return out
 
 

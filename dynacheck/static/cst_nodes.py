@@ -271,12 +271,14 @@ _CHILDREN = {
 }
 
 
-def call_lines(node: ast.AST, calls: list[cst.Call]) -> list[int]:
-    """Line of each libcst call, matched to ast calls of the same statement by callee text and order."""
-    by_name: dict[str, list[tuple[int, int]]] = defaultdict(list)
+def call_lines(node: ast.AST, calls: list[cst.Call]) -> list[tuple[int, int]]:
+    """(first line, last line) of each libcst call, matched to ast calls of the same statement by callee
+    text and order. The last line orders calls as Python makes them: a call in the arguments of a call
+    that spans lines 244-271 is made at line 260, before the outer one."""
+    by_name: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
-            by_name[ast_callee(sub.func)].append((sub.lineno, sub.col_offset))
+            by_name[ast_callee(sub.func)].append((sub.lineno, sub.col_offset, sub.end_lineno or sub.lineno))
     for spots in by_name.values():
         spots.sort()
     seen: dict[str, int] = defaultdict(int)
@@ -287,7 +289,7 @@ def call_lines(node: ast.AST, calls: list[cst.Call]) -> list[int]:
         spots = by_name.get(key, ())
         index = seen[key]
         seen[key] += 1
-        lines.append(spots[index][0] if index < len(spots) else fallback)
+        lines.append((spots[index][0], spots[index][2]) if index < len(spots) else (fallback, fallback))
     return lines
 
 

@@ -53,8 +53,13 @@ def first_break(walk: Walk, findings: Iterable[Finding], index, display, chain_a
             return None
         path = display(summary.path)
         below = sorted(children.get(key, ()), key=lambda item: item[:2])
-        # the lines of its calls and of the property reads that run a getter (`if self.is_aot:`)
-        lines = sorted({c.line for c in fn.calls} | {item[0] for item in below})
+        # the lines of its calls and of the property reads that run a getter (`if self.is_aot:`), in the
+        # order the calls are made: by the last line of the calls that start there (a call in the
+        # arguments of a call that spans several lines is made before it), then by line
+        ends: dict[int, int] = {}
+        for c in fn.calls:
+            ends[c.line] = max(ends.get(c.line, c.line), c.end or c.line)
+        lines = sorted({c.line for c in fn.calls} | {item[0] for item in below}, key=lambda n: (ends.get(n, n), n))
         for line in lines:
             steps += 1
             # a call's arguments run before the call: the callees on a line before the line's own hazard

@@ -78,9 +78,14 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
             elif failed_command(test, taken):
                 conditions.append(Condition(f"the command failed: {'' if taken else 'not '}{render_test(test)}",
                                             scope.module.path, line, "except"))
-            elif taken and registers_once(test):
-                conditions.append(Condition(f"first call only: {render_test(test)} (nothing registered it before "
-                                            "the compile)", scope.module.path, line, "first_call"))
+            elif registers_once(test, scope.function.assigns if scope.function is not None else ()):
+                if self.dep.cold:  # nothing was registered: the first-call way is the only one
+                    if not taken:
+                        return False, ()
+                    continue
+                if taken:
+                    conditions.append(Condition(f"first call only: {render_test(test)} (nothing registered it "
+                                                "before the compile)", scope.module.path, line, "first_call"))
         return True, tuple(conditions)
 
     def _guard_truth(self, test: Expr, scope: Scope, line: int) -> tuple[bool | None, tuple]:

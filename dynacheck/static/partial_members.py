@@ -15,6 +15,13 @@ from dynacheck.static.partial_values import (
     Member, merge, NOTHING, Obj, OBJECT_FAMILY, Ref, unknown,
 )
 
+# methods that fill a container in place: an attribute built empty and filled by one is not known empty
+FILLING_METHODS = frozenset({"add", "append", "appendleft", "extend", "insert", "setdefault", "update"})
+
+
+def _empty(value: Any) -> bool:
+    return isinstance(value, (tuple, list, dict, set, frozenset)) and not value
+
 
 class MemberEvaluation:
     """Attributes of values (a part of PartialEvaluator)."""
@@ -148,11 +155,23 @@ class MemberEvaluation:
         finally:
             del self._active[key]
         result = merge(parts) if parts else Known(None)
+        if (any(map(_empty, result.values)) if result.values is not None else not result.opens) \
+                and self._filled_in_place(inst, attr):
+            # `self.archs = set()` then `self.archs.add(...)` per visible GPU: how full it is is a run-time fact
+            result = unknown(Condition(f"{inst.name.rpartition('.')[2]}.{attr} (filled at run time)", "", 0, "runtime"))
         got = self._close_frame(opened, frame)
         if got is not None and (result.values is not None or result.opens or self.cuts == cuts):
             # an unknown cut short where it was asked (a depth limit, the value evaluator's recursion guard) is not kept
             self._memo[key] = (inst.expr, inst.scope, result, got)
         return result
+
+    def _filled_in_place(self, inst: Value, attr: str) -> bool:
+        """Whether a method of the instance's class adds to `self.attr` in place (`self.attr.add(x)`)."""
+        target = ("a", ("n", "self"), attr)
+        return any(call.func[:2] == ("a", target) and call.func[2] in FILLING_METHODS
+                   for summary, module in self._class_summaries(inst)
+                   for fn in map(module.functions.get, summary.methods.values()) if fn is not None
+                   for call in fn.calls if call.func)
 
     def _method_scope(self, inst: Value, fn, module, depth: int) -> Scope:
         """A method of the instance's class as the instance runs it: `__init__` with the arguments

@@ -162,13 +162,15 @@ def failed_command(test: Expr, taken: bool) -> bool:
     return (op == "Equal" and not taken) or (op == "NotEqual" and taken)
 
 
-def registers_once(test: Expr) -> bool:
+def registers_once(test: Expr, local_names=()) -> bool:
     """`if key not in self._registry:` / `... not in REGISTRY`: work done the first time only. A warm-up
-    before the compile (SGLang captures its decode CUDA graphs eagerly first) has done it already."""
+    before the compile (SGLang captures its decode CUDA graphs eagerly first) has done it already. A
+    container local to the function (`local_names`: a table built on each call) is no registry:
+    `if backend not in backend_modules: raise` is a check."""
     if not test or test[0] != "cmp" or len(test[2]) != 1 or test[2][0][0] != "NotIn":
         return False
     container = test[2][0][1]
-    return bool(container) and container[0] in ("a", "n")
+    return bool(container) and (container[0] == "a" or container[0] == "n" and container[1] not in local_names)
 
 
 _MIRROR = {"LessThan": "GreaterThan", "GreaterThan": "LessThan", "LessThanEqual": "GreaterThanEqual",

@@ -79,6 +79,7 @@ class Walk:
     hits: list[Hit] = field(default_factory=list)
     unresolved: int = 0
     truncated: bool = False
+    entry_defaults: bool = False  # entries were called with their required arguments only (Reacher.walk)
 
 
 class Reacher:
@@ -89,17 +90,19 @@ class Reacher:
         self.is_hazard = is_hazard  # (kind "call"|"method", name) -> a rule matches
         self._prefetch = evaluator.index.prefetch  # told what the walk has queued (prefetch.py)
 
-    def walk(self, entries: list[Value]) -> Walk:
+    def walk(self, entries: list[Value], defaults: bool = False) -> Walk:
         """Breadth-first, unconditional edges first: every node reachable on the deployment as given
-        is reached (with a shortest such chain) before any node that needs an open fact."""
-        result = Walk()
+        is reached (with a shortest such chain) before any node that needs an open fact. With
+        `defaults`, each entry is called with its required arguments only (entry_defaults)."""
+        result = Walk(entry_defaults=defaults)
         queue: deque[NodeKey] = deque()
         self._deferred: deque[NodeKey] = deque()
         done: set[NodeKey] = set()
         for entry in entries:
-            key = self._key(entry, (), TRACE)
+            bound = self.entry_defaults(entry) if defaults else ()
+            key = self._key(entry, bound, TRACE)
             if key not in result.nodes:
-                result.nodes[key] = Node(key, entry, (), None, 0, m.VIA_ENTRY, "high")
+                result.nodes[key] = Node(key, entry, bound, None, 0, m.VIA_ENTRY, "high")
                 queue.append(key)
         while queue or self._deferred:
             if len(result.nodes) > MAX_NODES:
@@ -378,6 +381,18 @@ class Reacher:
             given[name] = arg
         if call.positional > len(call.args) or call.positional > len(params):
             return ()  # *args: positions are not known
+        return self._bound(func, fn, wanted, given)
+
+    def entry_defaults(self, func: Value) -> tuple:
+        """An entry called with its required arguments only: the parameters it branches on that have
+        defaults, bound to them (`deterministic=True` decides `if deterministic:`), as for a call."""
+        fn = self.ev.index.function(func.module, func.name)
+        if fn is None:
+            return ()
+        wanted = _guard_names(fn, self.ev.index.module(func.module))
+        return self._bound(func, fn, wanted, {}) if wanted else ()
+
+    def _bound(self, func: Value, fn, wanted: frozenset, given: dict[str, tuple]) -> tuple:
         bound = []
         callee_scope = None
         for name in sorted(wanted):

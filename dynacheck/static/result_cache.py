@@ -25,10 +25,11 @@ _PACKAGE = Path(__file__).resolve().parent.parent  # dynacheck/: code, rules, pr
 
 
 def inputs_key(targets: Sequence[Any], entries: Sequence[str], preset: str | None, spec: Any,
-               fullgraph: bool, files: Sequence[Path], torch_version: str) -> str:
+               fullgraph: bool, files: Sequence[Path], torch_version: str, entry_defaults: bool = False) -> str:
     """The inputs a scan's answer depends on, hashed (the loaded files' bytes are checked apart)."""
     digest = hashlib.sha256()
     for part in (__version__, torch_version, repr(tuple(entries)), repr(preset), repr(spec), repr(fullgraph),
+                 repr(entry_defaults),
                  repr([(t.spec, t.root, t.version) for t in targets])):
         digest.update(part.encode() + b"\0")
     for path in sorted(map(str, files)):  # strings: sorting and stating 1,800 Paths took twice as long

@@ -63,18 +63,21 @@ def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str |
 
 def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir: Path | None = None,
                preset: str | None = None, deployment: DeploymentSpec | None = None,
-               fullgraph: bool = False) -> ScanResult:
+               fullgraph: bool = False, entry_defaults: bool = False) -> ScanResult:
     """Scan folders that hold packages (fixtures, a checkout's src/), without any download."""
     targets = [resolve_target(str(root), cache_dir=cache_dir or default_cache_dir()) for root in roots]
     return scan_targets(targets, entries, preset, cache_dir=cache_dir, deployment=deployment,
-                        fullgraph=fullgraph)
+                        fullgraph=fullgraph, entry_defaults=entry_defaults)
 
 
 def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None = None, *,
                  cache_dir: Path | None = None, progress: Progress | None = None,
                  observer: dict | None = None, deployment: DeploymentSpec | None = None,
-                 fullgraph: bool = False, session: "ScanSession | None" = None, reuse: bool = True) -> ScanResult:
+                 fullgraph: bool = False, session: "ScanSession | None" = None, reuse: bool = True,
+                 entry_defaults: bool = False) -> ScanResult:
     """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files).
+    With `entry_defaults`, each entry is called with its required arguments only (the FlashInfer API
+    census): its other parameters hold their defaults, which decide its branches.
 
     The deployment (a preset's, overridden by `deployment`'s fields) is evaluated during the walk:
     branches it never takes are pruned, and what stays open becomes each chain's conditions.
@@ -90,7 +93,8 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
         session = ScanSession.open(targets, cache_dir, progress, prefetch=True)
     try:
         return _scan_targets(targets, entries, preset, cache_dir=cache_dir, progress=progress, observer=observer,
-                             deployment=deployment, fullgraph=fullgraph, session=session, reuse=reuse, single=own)
+                             deployment=deployment, fullgraph=fullgraph, session=session, reuse=reuse, single=own,
+                             entry_defaults=entry_defaults)
     finally:
         if own:
             session.close()
@@ -101,7 +105,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
 def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None, *,
                   cache_dir: Path | None, progress: Progress | None, observer: dict | None,
                   deployment: DeploymentSpec | None, fullgraph: bool, session: "ScanSession",
-                  reuse: bool, single: bool) -> ScanResult:
+                  reuse: bool, single: bool, entry_defaults: bool = False) -> ScanResult:
     started = time.perf_counter()
     all_entries = list(entries)
     if preset:
@@ -117,7 +121,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     key = None
     if single and reuse:
         key = result_cache.inputs_key(targets, all_entries, preset, spec, fullgraph,
-                                      session.tree_files() + result_cache.spec_files(spec), catalog.torch_version)
+                                      session.tree_files() + result_cache.spec_files(spec), catalog.torch_version,
+                                      entry_defaults)
         reused = result_cache.load(cache, key, time.perf_counter() - started)
         if reused is not None:
             if progress:
@@ -148,7 +153,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     def is_hazard(kind: str, name: str) -> bool:
         return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
 
-    walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values)
+    walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values, defaults=entry_defaults)
     def breaks_at(name: str) -> bool:
         rule = catalog.match_call(name)
         return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)

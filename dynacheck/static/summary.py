@@ -19,7 +19,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr, dotted
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 31  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 32  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -33,6 +33,7 @@ class CallSite:
     kind: str = "call"  # call | with (an object used as a context manager)
     args: tuple[Expr, ...] = ()  # positional argument values, three levels deep (tensor-ness, constant arguments)
     kwargs: tuple[tuple[str, Expr], ...] = ()  # keyword argument values, three levels deep
+    end: int = 0  # the call's last line (0: its first): calls in a call's arguments are made before it
 
 
 @dataclass
@@ -344,7 +345,7 @@ class _ModuleWalker:
             self.define_class(stmt, node, line, scope, conditional, prefix)
         elif isinstance(stmt, cst.If):
             test = self.expr(stmt.test)
-            self.note_test(stmt.test, line, scope, bool(loop))
+            self.note_test(stmt.test, line, scope, bool(loop), guards)
             self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards + ((test, True, line),), loop, True,
                  prefix)
@@ -366,7 +367,7 @@ class _ModuleWalker:
                 self.bind_target(stmt.target, ("it", iterable), scope)
             else:
                 self.exprs_calls(stmt.test, getattr(node, "test", None), line, scope, guards, loop)
-                self.note_test(stmt.test, line, scope, True)
+                self.note_test(stmt.test, line, scope, True, guards)
             walk(cn.body(stmt.body), cn.ast_list(node, "body"), scope, guards, inner_loop, True, prefix)
             if stmt.orelse is not None:
                 walk(cn.body(stmt.orelse.body), cn.ast_list(node, "orelse"), scope, guards, loop, True, prefix)
@@ -638,8 +639,9 @@ class _ModuleWalker:
         line = getattr(node, "lineno", line)
         reads: list[str] | None = [] if uses else None
         calls, found, inside = value_uses.calls_and_uses(root, line, bool(loop), reads)
-        if uses:
-            scope.function.value_uses.extend(found)
+        if uses:  # each with the statement's enclosing tests: a deployment that never takes them never uses it
+            scope.function.value_uses.extend((*use, guards) for use in found) if guards else \
+                scope.function.value_uses.extend(found)
             self.note_self_reads(scope.function, reads, line, guards, loop)
         if not calls:
             return
@@ -649,7 +651,7 @@ class _ModuleWalker:
             func = self.expr(call.func)
             positional = sum(1 for a in call.args if a.keyword is None and not a.star)
             keywords = tuple(a.keyword.value for a in call.args if a.keyword is not None)
-            call_line = lines[i] if lines else line
+            call_line, call_end = lines[i] if lines else (line, line)
             # arguments only as deep as tensor-ness needs (three levels): cheaper than the whole tree
             args = tuple(cn.expr(a.value, ARG_DEPTH) for a in call.args if a.keyword is None and not a.star)
             kwargs = tuple((a.keyword.value, cn.expr(a.value, ARG_DEPTH)) for a in call.args if a.keyword is not None)
@@ -658,7 +660,7 @@ class _ModuleWalker:
                 lone = stars[0].star == "**" and len(stars) == 1
                 kwargs += ((cn.STARRED, cn.expr(stars[0].value, ARG_DEPTH) if lone else cn.UNKNOWN),)
             scope.function.calls.append(CallSite(call_line, func, positional, keywords, call_guards, loop,
-                                                 args=args, kwargs=kwargs))
+                                                 args=args, kwargs=kwargs, end=call_end))
 
     @staticmethod
     def note_self_reads(function: FunctionSummary, reads: list[str], line: int, guards: tuple, loop: str) -> None:
@@ -674,10 +676,11 @@ class _ModuleWalker:
     def expr(self, node) -> Expr:
         return cn.expr(node)
 
-    def note_test(self, test, line: int, scope: _Scope, in_loop: bool) -> None:
-        """An `if`/`while` test: a tensor here is a data-dependent branch."""
+    def note_test(self, test, line: int, scope: _Scope, in_loop: bool, guards: tuple = ()) -> None:
+        """An `if`/`while` test: a tensor here is a data-dependent branch (under the tests around it)."""
         if scope.function is not None:
-            scope.function.value_uses.append(("test", line, value_uses.test_expr(test), None, in_loop))
+            use = ("test", line, value_uses.test_expr(test), None, in_loop)
+            scope.function.value_uses.append((*use, guards) if guards else use)
 
 
 # ----- helpers (module level: pure functions over libcst nodes) -----------------------------------

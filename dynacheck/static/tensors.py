@@ -62,7 +62,9 @@ LOOP_KIND = "break_in_layer_loop"
 # (value_uses._NAME_TESTS): `fixed = cu_seqlens is None` then `if fixed:` asks no tensor's truth.
 BOOL_COMPARISONS = frozenset({"Is", "IsNot", "In", "NotIn"})
 # Value hazards that are graph breaks under the default compile (a loop around one is GB7000).
+ADDRESS_KIND = "tensor_address_arithmetic"
 BREAKING = frozenset({"tensor_branch", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin", "tensor_repr",
+                      ADDRESS_KIND,
                       FORMATTED, FORMATTED_METHOD, "data_dependent_shape", "one_hot_without_classes",
                       CLASS_KIND})
 
@@ -282,13 +284,14 @@ class TensorHazards:
     # ----- seeds -----------------------------------------------------------------------------
 
     def _seeds(self, fn: FunctionSummary, node, walk: Walk, envs: dict[NodeKey, _Env]) -> frozenset[str]:
-        """Annotated tensors; for the entry its unannotated parameters when it annotates none;
-        otherwise the parameters whose argument is a tensor at a followed call (unless annotated
-        with another type)."""
+        """Annotated tensors; for the entry its unannotated parameters when it annotates none (those
+        with defaults left out when the walk called it with its required arguments only); otherwise
+        the parameters whose argument is a tensor at a followed call (unless annotated with another type)."""
         if node.parent is None:
             seeds = _annotated(fn)
             params = tuple(p for p in _positional(fn, True) if p not in fn.param_annotations or p in seeds)
-            return frozenset(seeds if seeds else seeds | set(params))
+            seeds = seeds if seeds else seeds | set(params)
+            return frozenset(seeds - set(fn.defaults) if walk.entry_defaults else seeds)
         # the callers' environments are this object's own (kept for its life), so their ids name them
         memo = (id(fn), tuple((id(envs.get(edge.parent)), edge.call_line) for edge in (node, *node.others)))
         found = self._seed_sets.get(memo)
@@ -318,7 +321,10 @@ class TensorHazards:
 
     def _hazards(self, key: NodeKey, env: _Env) -> list[Hit]:
         out: list[Hit] = []
-        for kind, line, expr, extra, in_loop in env.scope.function.value_uses:
+        for kind, line, expr, extra, in_loop, *guarded in env.scope.function.value_uses:
+            conditions = self._use_conditions(guarded[0], env.scope) if guarded else ()
+            if conditions is None:
+                continue  # under a test this deployment (or the compile) decides against it
             hazard = self._classify(kind, expr, extra, env)
             if hazard == FORMATTED:
                 line, hazard = self._formatted_at(line, extra, env)
@@ -326,9 +332,9 @@ class TensorHazards:
                     continue  # never turned into text here: Dynamo never formats it
                 extra = None
             if hazard:
-                out.append(_hit(key, line, hazard, _label(kind, expr, extra)))
+                out.append(_hit(key, line, hazard, _label(kind, expr, extra), conditions))
                 if in_loop and hazard in BREAKING:
-                    out.append(_hit(key, line, LOOP_KIND, _label(kind, expr, extra)))
+                    out.append(_hit(key, line, LOOP_KIND, _label(kind, expr, extra), conditions))
         for call in env.scope.function.calls:
             hazard = self._call_hazard(call, env)
             if hazard:
@@ -337,6 +343,16 @@ class TensorHazards:
             if call.loop and (hazard in BREAKING or (self.is_tensor(("n", call.loop), env) and self._breaking_call(call, env))):
                 out.append(_hit(key, call.line, LOOP_KIND, render(call.func)))
         return out
+
+    def _use_conditions(self, guards: tuple, scope: Scope) -> tuple | None:
+        """What a value use depends on, as for a call under the same tests (Reacher._visit_call); None
+        when a test is decided against it (`if check_nan:` with check_nan=False, or under
+        `if not torch.compiler.is_compiling():`)."""
+        if self.compile_time is not None and any(self.compile_time(test, scope) not in (None, taken)
+                                                 for test, taken, _ in guards):
+            return None
+        reachable, conditions = self.ev.partial.guards(guards, scope)
+        return conditions if reachable else None
 
     def _formatted_at(self, line: int, goes, env: _Env) -> tuple[int, str]:
         """Where Dynamo turns a lazily formatted string into text (0: not in this function), and how.
@@ -380,6 +396,8 @@ class TensorHazards:
             return "branch_on_tensor_scalar" if self.is_scalar(expr, env) else ""
         if kind == "mask":
             return "data_dependent_shape" if self.is_tensor(extra, env) and self.is_tensor(expr, env) else ""
+        if kind == "address":  # `data_ptr()` is a tensor's (or storage's) method: any receiver, as `.item()`
+            return ADDRESS_KIND
         if not self.is_tensor(expr, env):
             return ""
         if kind == "convert":
@@ -452,8 +470,8 @@ class TensorHazards:
         return ""
 
 
-def _hit(key: NodeKey, line: int, hazard: str, label: str) -> Hit:
-    return Hit(key, CallSite(line, ("n", label)), label, "boundary", hazard, TRACE, "medium")
+def _hit(key: NodeKey, line: int, hazard: str, label: str, conditions: tuple = ()) -> Hit:
+    return Hit(key, CallSite(line, ("n", label)), label, "boundary", hazard, TRACE, "medium", conditions=conditions)
 
 
 def _is_exception(name: str) -> bool:
@@ -482,6 +500,8 @@ def _label(kind: str, expr: Expr, extra) -> str:
         return f"f\"{{{text}}}\""
     if kind == "class":
         return f"class {text}"
+    if kind == "address":
+        return f"{text}.data_ptr() arithmetic"
     return text if text != "..." else "a tensor"
 
 

@@ -12,6 +12,7 @@ where a graph break also makes Dynamo give up on the loop's frame, GB7000):
     index    `base[v]` with one non-slice index                extra: the base expr
     format   `f"{v}"`                 extra: the name it is assigned to, or ("arg", callee) when it is
                                       a call's argument, else None
+    address  `v.data_ptr() % 16`      arithmetic on a tensor's address   extra: the operator
     class    a class statement in the function body            expr: the class name
 """
 
@@ -28,7 +29,7 @@ CONVERTERS = frozenset({"bool", "int", "float", "complex"})
 BUILTINS = frozenset({"range", "sorted", "str", "repr", "format", "hex", "oct", "chr", "ord", "hash"})
 _NAME_TESTS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 
-Use = tuple  # (kind, line, expr, extra, in_loop)
+Use = tuple  # (kind, line, expr, extra, in_loop[, guards]): guards as a CallSite's, where the statement has any
 
 
 _TENSOR_ANNOTATION = re.compile(r"^\s*(Optional\[)?\s*[\"']?(torch\.)?Tensor[\"']?\s*(\]|\|\s*None)?\s*$")
@@ -116,6 +117,8 @@ def calls_and_uses(root, line: int, in_loop: bool = False,
             continue
         elif kind is cst.Subscript:
             _subscript(node, line, uses)
+        elif kind is cst.BinaryOperation:
+            _address(node, line, uses)
         elif kind is cst.FormattedString:
             # Dynamo formats lazily: where the string goes decides where (and whether) it becomes text
             goes = named if node is _value(root) else (("arg", passed[id(node)]) if id(node) in passed else None)
@@ -137,6 +140,16 @@ def _assigned_name(root) -> str | None:
     if isinstance(root, cst.Assign) and len(root.targets) == 1 and isinstance(root.targets[0].target, cst.Name):
         return root.targets[0].target.value
     return None
+
+
+def _address(node: cst.BinaryOperation, line: int, uses: list[Use]) -> None:
+    """`x.data_ptr() % 16`, `x.data_ptr() + offset`: Dynamo refuses arithmetic on the address (a
+    comparison of two addresses traces)."""
+    for side in (node.left, node.right):
+        if type(side) is cst.Call and type(side.func) is cst.Attribute and side.func.attr.value == "data_ptr" \
+                and not side.args:
+            uses.append(("address", line, cn.expr(side.func.value), type(node.operator).__name__))
+            return
 
 
 def _call(node: cst.Call, line: int, uses: list[Use]) -> None:

@@ -1,0 +1,71 @@
+"""An entry called with its required arguments only (the FlashInfer API census) holds its defaults:
+they decide its branches, and a parameter with a default holds no tensor. Before, every option was an
+unknown tensor: `if check_nan:` was a branch on a tensor and each option's sites were unconditional,
+so the census named a break no default call meets. Real Dynamo is the oracle."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from dynacheck.static.scan import scan_roots
+
+ROOT = Path(__file__).parent / "fixtures" / "entry_defaults"
+
+
+def _sites(cache: Path, defaults: bool) -> set[tuple[int, str]]:
+    result = scan_roots([ROOT], ["edpkg.api:reduce"], cache_dir=cache, entry_defaults=defaults)
+    return {(f.site.line, f.site.callee) for f in result.findings if f.unconditional}
+
+
+def test_the_defaults_decide_the_branches(scan_cache):
+    assert _sites(scan_cache, defaults=True) == {(10, "builtins.print")}
+
+
+def test_without_them_every_option_is_open(scan_cache):
+    """The model forwards' convention: an entry's parameters are whatever the caller passes."""
+    assert {(16, "builtins.print"), (10, "builtins.print"), (19, "torch.manual_seed")} <= _sites(scan_cache, False)
+
+
+def test_the_first_break_is_the_default_way(scan_cache):
+    first = scan_roots([ROOT], ["edpkg.api:reduce"], cache_dir=scan_cache, entry_defaults=True).first_break
+    assert (first["line"], first["callee"]) == (10, "builtins.print")
+
+
+@pytest.fixture
+def api(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT))
+    yield importlib.import_module("edpkg.api")
+    sys.modules.pop("edpkg.api", None)
+    sys.modules.pop("edpkg", None)
+
+
+def _break_line(fn, *args, **kwargs) -> int:
+    """The user-code line Dynamo stops at under fullgraph (0 when it compiles)."""
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend="eager", fullgraph=True)(*args, **kwargs)
+    except torch._dynamo.exc.Unsupported as exc:
+        return exc.real_stack[-1].lineno if getattr(exc, "real_stack", None) else -1
+    return 0
+
+
+def test_dynamo_stops_where_the_defaults_lead(api):
+    x = torch.ones(2)
+    assert _break_line(api.reduce, x) == 10
+    assert _break_line(api.reduce, x, check_nan=True) == 16
+
+
+def test_a_value_hazard_under_a_test_decided_against_it_is_not_one(scan_cache, api):
+    """Value uses (a branch on a tensor) read their statement's tests as calls do: before, the NaN check
+    was reported under `if check_nan:` decided False, and named sampling_from_probs' first break."""
+    found = scan_roots([ROOT], ["edpkg.api:sample"], cache_dir=scan_cache, entry_defaults=True).findings
+    assert found == ()
+    opened = scan_roots([ROOT], ["edpkg.api:sample"], cache_dir=scan_cache).findings
+    assert ("DC110", 29) in {(f.rule, f.site.line) for f in opened}
+    assert _break_line(api.sample, torch.ones(2, 3)) == 0
+    assert _break_line(api.sample, torch.ones(2, 3), check_nan=True) == 29
