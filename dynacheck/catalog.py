@@ -36,7 +36,7 @@ BOUNDARIES = (
     # value hazards (static/tensors.py): a tensor used as a Python value, or a construct Dynamo refuses
     "tensor_branch", "branch_on_tensor_scalar", "tensor_to_scalar", "tensor_in_math", "tensor_in_builtin",
     "tensor_repr", "tensor_formatted", "tensor_formatted_method", "data_dependent_shape", "one_hot_without_classes",
-    "class_in_compiled_function", "int_tensor_tolist",
+    "class_in_compiled_function", "int_tensor_tolist", "tensor_address_arithmetic",
 )
 _REQUIRED = ("id", "name", "family", "title", "severity", "outcome", "why", "fixes", "example")
 _OPTIONAL = ("calls", "methods", "boundary", "fixture_fire", "fixture_quiet")

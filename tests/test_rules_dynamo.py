@@ -27,6 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "rules"
 STATIC_ONLY = {
     "DC071": "needs a built tvm-ffi kernel library",
     "DC080": "fails at CUDA graph capture, not in Dynamo; needs a GPU",
+    "DC135": "a CPU build has no capture query (test_the_capture_probe_is_gb0208_where_cuda_answers stands one in)",
 }
 NEEDS_MODULE = {"DC062": "tvm_ffi", "DC072": "cutlass.cute"}  # nvidia-cutlass-dsl, not a dev dependency
 # Fatal under fullgraph without a GB id: the text Dynamo's UserError carries instead.
@@ -125,3 +126,20 @@ def test_item_value_without_branch_survives_fullgraph():
 def test_no_break_row_compiles_with_fullgraph():
     """FIELD_NOTES row: os.environ.get, a generator and a global dict write do not break."""
     assert trace_fullgraph(entry_callable("rulefx.nobreak:NoBreak.forward")) is None
+
+
+def test_the_capture_probe_is_gb0208_where_cuda_answers(monkeypatch):
+    """DC135 on a CPU build: the CUDA binding behind `torch.cuda.is_current_stream_capturing` is a dummy
+    that raises, so a stand-in answers False as a GPU build's does; Dynamo then refuses the torch
+    function's Python bool (GB0208), as measured on the H200 (bench/results/semantics-h200.json)."""
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(torch.cuda.graphs, "_cuda_isCurrentStreamCapturing", lambda: False)
+    rule = next(r for r in RULES if r.id == "DC135")
+    module = importlib.import_module("rulefx.cuda_graph") if str(FIXTURES) in sys.path else None
+    if module is None:
+        sys.path.insert(0, str(FIXTURES))
+        module = importlib.import_module("rulefx.cuda_graph")
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as caught:
+        torch.compile(module.CaptureProbeFire().forward, backend=_refuse_to_run, fullgraph=True)(torch.ones(2))
+    assert load_registry()[rule.outcome.gb_id].gb_type == caught.value.gb_type == "torch.* op returned non-Tensor"

@@ -34,6 +34,7 @@ RULES = load_catalog().rules
 NOT_ON_CPU = {
     "DC071": "needs a built tvm-ffi kernel library",
     "DC080": "fails at CUDA graph capture, not in Dynamo; needs a GPU",
+    "DC135": "needs a CUDA build (on a CPU build Dynamo fails making the fake call instead: TorchRuntimeError)",
     "DC062": "needs tvm_ffi",
 }
 # Rules whose fixture imports a package that is not a dev dependency: checked where it is installed.
