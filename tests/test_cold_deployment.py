@@ -70,3 +70,11 @@ def test_a_table_built_in_the_call_is_no_registry(scan_cache):
                        deployment=replace(SPEC, cold=True), entry_defaults=True).findings
     assert [(f.site.function.rpartition(".")[2], f.site.callee, f.conditions) for f in found] == [
         ("_sm100", "builtins.print", ())]
+
+
+def test_a_constant_tuple_is_no_registry(scan_cache):
+    """Read as one, a cold deployment took `raise ValueError` as the only way and everything after the
+    check went unseen (the API census called fused_kda_decode safe)."""
+    found = scan_roots([ROOT], ["depfx.registry:check_heads"], cache_dir=scan_cache,
+                       deployment=replace(SPEC, cold=True), entry_defaults=True).findings
+    assert [(f.site.callee, f.conditions) for f in found] == [("builtins.print", ())]

@@ -519,3 +519,20 @@ def test_dynamo_makes_the_argument_call_first(monkeypatch):
         torch.compile(module.gen_module, backend="eager", fullgraph=True)(torch.ones(2))
     ours = [frame.lineno for frame in caught.value.real_stack if frame.filename.endswith("argorder.py")]
     assert ours == [22, 10]  # the probe in the arguments, not make_spec's line 14
+
+
+def test_a_value_hazard_on_a_line_without_a_call_can_be_the_first_break(scan_cache, monkeypatch):
+    """The address arithmetic (DC134) is on line 34, inside a test that starts on line 31 (where the use was
+    placed, a line the first-break walk never visited: it went on to the nvcc probe). Dynamo stops at 34."""
+    first = _attr_scan(scan_cache, "attrfx.argorder:forward_stats").first_break
+    assert (first["rule"], first["line"]) == ("DC134", 34)
+    import importlib
+
+    import torch
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "attr"))
+    module = importlib.import_module("attrfx.argorder")
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as caught:
+        torch.compile(module.forward_stats, backend="eager", fullgraph=True)(torch.ones(2))
+    assert [f.lineno for f in caught.value.real_stack if f.filename.endswith("argorder.py")][-1] == 34

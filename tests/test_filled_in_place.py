@@ -1,8 +1,9 @@
 """An attribute built empty and filled in place (`self.archs = set()`, then `self.archs.add(...)` per
-visible GPU) is not known empty: a test of its emptiness waits on a run-time fact. Before, the test
-was open with no fact behind it, both ways were taken unconditionally, and the FlashInfer API census
-named the re-detection's `nvcc --version` as the first break of ~40 functions that never run it on a
-GPU host. Real Dynamo: the compile breaks only while the set is empty."""
+visible GPU) is not known empty: on a deployment with a GPU, where the constructor's fill runs, it is
+filled; without one, a test of its emptiness waits on a run-time fact. Before, the test was open with
+no fact behind it, both ways were taken unconditionally, and the FlashInfer API census named the
+re-detection's `nvcc --version` as the first break of ~40 functions that never run it on a GPU host.
+Real Dynamo: the compile breaks only while the set is empty."""
 
 from __future__ import annotations
 
@@ -19,11 +20,18 @@ from dynacheck.static.scan import scan_roots
 ROOT = Path(__file__).parent / "fixtures" / "deploy"
 
 
-def test_the_emptiness_test_is_a_run_time_condition(scan_cache):
-    spec = DeploymentSpec(framework=ROOT / "depfx.toml", gpu="sm100")
+def _found(scan_cache, gpu):
+    spec = DeploymentSpec(framework=ROOT / "depfx.toml", gpu=gpu)
     found = scan_roots([ROOT], ["depfx.filled:check_arch"], cache_dir=scan_cache, deployment=spec).findings
-    assert [(f.site.callee, [(c.kind, c.text) for c in f.conditions]) for f in found] == [
-        ("subprocess.check_output", [("runtime", "not context.ARCHS")])]
+    return [(f.site.callee, [(c.kind, c.text) for c in f.conditions]) for f in found]
+
+
+def test_on_a_gpu_host_the_constructor_fills_it(scan_cache):
+    assert _found(scan_cache, "sm100") == []
+
+
+def test_without_a_gpu_the_emptiness_test_is_a_run_time_condition(scan_cache):
+    assert _found(scan_cache, None) == [("subprocess.check_output", [("runtime", "not context.ARCHS")])]
 
 
 @pytest.fixture

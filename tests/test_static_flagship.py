@@ -137,7 +137,8 @@ def test_sm100_binds_sgl_kernel_quantize(pinned_targets, scan_cache):
 def test_symm_mem_flag_changes_the_answer(pinned_targets, scan_cache, glm5):
     """`use_symmetric_memory` returns a nullcontext unless `--enable-symm-mem`: without the flag no pynccl
     allocator site is reachable; with it they are, behind the allocator's lazy `if _mem_pool is None:`
-    (first use: whether an earlier eager step made the pool decides whether the compile meets it)."""
+    (first use: whether an earlier eager step made the pool decides whether the compile meets it), and the
+    context's constructor asks `torch.cuda.is_current_stream_capturing()` (DC135, GB0208) every time."""
     from dynacheck.deploy.build import DeploymentSpec
 
     def pynccl(scan):
@@ -148,7 +149,10 @@ def test_symm_mem_flag_changes_the_answer(pinned_targets, scan_cache, glm5):
                              deployment=DeploymentSpec(server_args="--enable-symm-mem"))
     assert with_flag.deployment["server_args"].endswith("--enable-symm-mem")
     found = pynccl(with_flag)
-    assert found and all(any("_mem_pool is None" in c.text for c in f.conditions) for f in found)
+    probe = [f for f in found if f.rule == "DC135"]
+    assert [(f.site.line, f.unconditional) for f in probe][:1] == [(154, True)]
+    lazy = [f for f in found if f.rule != "DC135"]
+    assert lazy and all(any("_mem_pool is None" in c.text for c in f.conditions) for f in lazy)
 
 
 def test_the_first_break_in_trace_order_is_the_nvcc_probe(glm5):

@@ -59,7 +59,9 @@ def first_break(walk: Walk, findings: Iterable[Finding], index, display, chain_a
         ends: dict[int, int] = {}
         for c in fn.calls:
             ends[c.line] = max(ends.get(c.line, c.line), c.end or c.line)
-        lines = sorted({c.line for c in fn.calls} | {item[0] for item in below}, key=lambda n: (ends.get(n, n), n))
+        # (and the lines of value hazards, which need not hold a call: `if not (... x.data_ptr() % 32 == 0):`)
+        lines = sorted({c.line for c in fn.calls} | {item[0] for item in below} | set(hits.get(key, ())),
+                       key=lambda n: (ends.get(n, n), n))
         for line in lines:
             steps += 1
             # a call's arguments run before the call: the callees on a line before the line's own hazard

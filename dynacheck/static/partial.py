@@ -78,7 +78,8 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
             elif failed_command(test, taken):
                 conditions.append(Condition(f"the command failed: {'' if taken else 'not '}{render_test(test)}",
                                             scope.module.path, line, "except"))
-            elif registers_once(test, scope.function.assigns if scope.function is not None else ()):
+            elif registers_once(test, scope.function.assigns if scope.function is not None else ()) \
+                    and not self._constant_container(test[2][0][1], scope):
                 if self.dep.cold:  # nothing was registered: the first-call way is the only one
                     if not taken:
                         return False, ()
@@ -142,6 +143,12 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
     def _push(self, key) -> int:
         depth = self._active[key] = len(self._active)
         return depth
+
+    def _constant_container(self, container: Expr, scope: Scope) -> bool:
+        """A container known as an immutable constant (`_SUPPORTED_HEADS = (8, 12, 16)`): a membership
+        test of it is a check, not a registry's first-call test."""
+        result = self.const(container, scope, 0)
+        return bool(result.values) and all(isinstance(v, (tuple, frozenset, str)) and v for v in result.values)
 
     def _builds_once(self, test: Expr, scope: Scope) -> bool:
         """`if not path.exists():` (directly or through a property that returns it): a file made the

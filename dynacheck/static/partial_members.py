@@ -8,15 +8,30 @@ from typing import Any
 
 from dynacheck.deploy.facts import QUANT_ARGS, QUANT_FACT, UNKNOWN as FACT_UNKNOWN
 from dynacheck.model import Condition
+from dynacheck.static.cst_nodes import loop_text
 from dynacheck.static.ir import Expr, dotted
 from dynacheck.static.value_types import Scope, Value, evolve
 from dynacheck.static.partial_values import (
     ARCHITECTURE, ARCHITECTURE_ONLY, as_value, external_guess, freeze, is_dataclass, Known, known, LITERAL_TYPES,
-    Member, merge, NOTHING, Obj, OBJECT_FAMILY, Ref, unknown,
+    FILLED, Member, merge, NOTHING, Obj, OBJECT_FAMILY, Ref, unknown,
 )
 
 # methods that fill a container in place: an attribute built empty and filled by one is not known empty
 FILLING_METHODS = frozenset({"add", "append", "appendleft", "extend", "insert", "setdefault", "update"})
+
+
+def _over_gpus(fn, loop: str) -> bool:
+    """Whether the loop a call sits in (its iterable's text) is `for i in range(torch.cuda.device_count())`:
+    found as the iterable a loop variable of the function is bound to (`("it", iterable)`)."""
+    for values in fn.assigns.values():
+        for value in values:
+            if value and value[0] == "it" and loop_text(value[1]) == loop:
+                iterable = value[1]
+                if iterable[0] == "c" and iterable[1] == ("n", "range") and len(iterable[2]) == 1:
+                    count = iterable[2][0]
+                    if count and count[0] == "c" and (dotted(count[1]) or "").endswith("cuda.device_count"):
+                        return True
+    return False
 
 
 def _empty(value: Any) -> bool:
@@ -155,23 +170,41 @@ class MemberEvaluation:
         finally:
             del self._active[key]
         result = merge(parts) if parts else Known(None)
-        if (any(map(_empty, result.values)) if result.values is not None else not result.opens) \
-                and self._filled_in_place(inst, attr):
-            # `self.archs = set()` then `self.archs.add(...)` per visible GPU: how full it is is a run-time fact
-            result = unknown(Condition(f"{inst.name.rpartition('.')[2]}.{attr} (filled at run time)", "", 0, "runtime"))
+        if (any(map(_empty, result.values)) if result.values is not None else not result.opens):
+            fills = self._fills(inst, attr)
+            # `self.archs = set()` then `self.archs.add(...)` per visible GPU: filled where the deployment
+            # runs the fill (a GPU host, the way its tests go), else how full it is is a run-time fact
+            if fills and any(self._fill_runs(inst, fn, module, call, depth) for fn, module, call in fills):
+                result = known(FILLED)
+            elif fills:
+                result = unknown(Condition(f"{inst.name.rpartition('.')[2]}.{attr} (filled at run time)", "", 0,
+                                           "runtime"))
         got = self._close_frame(opened, frame)
         if got is not None and (result.values is not None or result.opens or self.cuts == cuts):
             # an unknown cut short where it was asked (a depth limit, the value evaluator's recursion guard) is not kept
             self._memo[key] = (inst.expr, inst.scope, result, got)
         return result
 
-    def _filled_in_place(self, inst: Value, attr: str) -> bool:
-        """Whether a method of the instance's class adds to `self.attr` in place (`self.attr.add(x)`)."""
+    def _fills(self, inst: Value, attr: str) -> list:
+        """(method, its module, call) for each call that adds to `self.attr` in place (`self.attr.add(x)`)."""
         target = ("a", ("n", "self"), attr)
-        return any(call.func[:2] == ("a", target) and call.func[2] in FILLING_METHODS
-                   for summary, module in self._class_summaries(inst)
-                   for fn in map(module.functions.get, summary.methods.values()) if fn is not None
-                   for call in fn.calls if call.func)
+        return [(fn, module, call) for summary, module in self._class_summaries(inst)
+                for fn in map(module.functions.get, summary.methods.values()) if fn is not None
+                for call in fn.calls if call.func and call.func[:2] == ("a", target) and call.func[2] in FILLING_METHODS]
+
+    def _fill_runs(self, inst: Value, fn, module, call, depth: int) -> bool:
+        """Whether the constructor's fill runs at least once on this deployment: its tests all hold, and
+        it is not in a loop, or in one over the visible GPUs (`range(torch.cuda.device_count())`) on a
+        deployment with a GPU."""
+        if fn.name != "__init__" or not self.dep.gpu:
+            return False
+        if call.loop and not _over_gpus(fn, call.loop):
+            return False
+        if call.guards:
+            reachable, conditions = self.guards(call.guards, self._method_scope(inst, fn, module, depth))
+            if not reachable or conditions:
+                return False
+        return True
 
     def _method_scope(self, inst: Value, fn, module, depth: int) -> Scope:
         """A method of the instance's class as the instance runs it: `__init__` with the arguments

@@ -278,6 +278,37 @@ class _Architecture:
 ARCHITECTURE = _Architecture()
 
 
+class _Filled:
+    """A container built empty and filled in place on the deployment's own path (one entry per visible
+    GPU, `compilation_context.py:112-130`): not empty, its contents and size unknown. Truth is all it
+    answers; `len`, iteration and comparison raise, so those answers stay unknown."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        raise TypeError("a filled container's size is not known")
+
+    def __iter__(self):
+        raise TypeError("a filled container's contents are not known")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _Filled):
+            return True
+        raise TypeError("a filled container's contents are not known")
+
+    def __hash__(self) -> int:
+        return hash("dynacheck: a filled container")
+
+    def __repr__(self) -> str:
+        return "<filled at run time>"
+
+
+FILLED = _Filled()
+
+
 def answers_alike(tests, one: str, other: str) -> bool:
     """Whether two model classes answer every recorded architecture test alike (both named, or both not)."""
     if not tests:

@@ -639,13 +639,14 @@ class _ModuleWalker:
         line = getattr(node, "lineno", line)
         reads: list[str] | None = [] if uses else None
         calls, found, inside = value_uses.calls_and_uses(root, line, bool(loop), reads)
+        lines = cn.call_lines(node, calls) if node is not None and calls else None
         if uses:  # each with the statement's enclosing tests: a deployment that never takes them never uses it
+            found = value_uses.at_call_lines(found, calls, lines)
             scope.function.value_uses.extend((*use, guards) for use in found) if guards else \
                 scope.function.value_uses.extend(found)
             self.note_self_reads(scope.function, reads, line, guards, loop)
         if not calls:
             return
-        lines = cn.call_lines(node, calls) if node is not None else None
         for i, call in enumerate(calls):
             call_guards = guards + tuple((self.expr(t), taken, line) for t, taken in inside[i]) if inside[i] else guards
             func = self.expr(call.func)

@@ -144,12 +144,29 @@ def _assigned_name(root) -> str | None:
 
 def _address(node: cst.BinaryOperation, line: int, uses: list[Use]) -> None:
     """`x.data_ptr() % 16`, `x.data_ptr() + offset`: Dynamo refuses arithmetic on the address (a
-    comparison of two addresses traces)."""
+    comparison of two addresses traces). `extra` holds the `data_ptr()` call until `at_call_lines`
+    places the use on that call's line."""
     for side in (node.left, node.right):
         if type(side) is cst.Call and type(side.func) is cst.Attribute and side.func.attr.value == "data_ptr" \
                 and not side.args:
-            uses.append(("address", line, cn.expr(side.func.value), type(node.operator).__name__))
+            uses.append(("address", line, cn.expr(side.func.value), side))
             return
+
+
+def at_call_lines(uses: list[Use], calls: list[cst.Call], lines: list[tuple[int, int]] | None) -> list[Use]:
+    """Each `address` use on the line of its `data_ptr()` call (a test spanning lines 200-205 breaks at
+    204), its call node dropped (summaries hold no libcst nodes)."""
+    if not any(use[0] == "address" for use in uses):
+        return uses
+    index = {id(call): i for i, call in enumerate(calls)}
+    out = []
+    for use in uses:
+        if use[0] == "address":
+            at = index.get(id(use[3]))
+            line = lines[at][0] if lines and at is not None else use[1]
+            use = ("address", line, use[2], None, *use[4:])
+        out.append(use)
+    return out
 
 
 def _call(node: cst.Call, line: int, uses: list[Use]) -> None:
