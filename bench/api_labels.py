@@ -1,7 +1,7 @@
 """Score the FlashInfer API census's "safe" verdicts against the functions read in the sources.
 
 The labels (bench/labels/api-safe-flashinfer.json) cover every function the API census called safe at
-stop 38 (8768458), per FlashInfer version: what calling it inside `torch.compile(fullgraph=True)` on the
+stop 38 (8768458), and five 0.7.4 functions it newly called safe during stop 40, per FlashInfer version: what calling it inside `torch.compile(fullgraph=True)` on the
 census deployment (sm100, CUDA, default env) does, read in the sources ("safe", "breaks", "raises": it
 raises on this deployment before any kernel, "unclear"), with the file:lines that decide it. A census
 claim is its `safe` field.
@@ -54,8 +54,8 @@ def main() -> int:
     shown = " ".join(str(p) for p in args.census)
     lines = [SECTION, "",
              f"Command: `python bench/api_labels.py {shown}` (labels: `bench/labels/api-safe-flashinfer.json`: "
-             "every function the API census called safe at stop 38, read in the sources, each verdict with the "
-             "file:lines that decide it)", "",
+             "every function the API census called safe at stop 38 and five it newly called safe during stop 40, "
+             "read in the sources, each verdict with the file:lines that decide it)", "",
              "| version | census says / sources say | functions |", "| --- | --- | --- |"]
     for path in args.census:
         census = json.loads(path.read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""The Dynamo behaviour the stop-39 scan changes rest on, measured on the torch at hand (CPU or GPU).
+"""The Dynamo behaviour the stop-39 and stop-40 scan changes rest on, measured on the torch at hand (CPU or GPU).
 
 Each case is a small function compiled with `fullgraph=True` (eager backend) and called once; the record
 says whether it compiled and, if not, Dynamo's graph-break type. CUDA cases are skipped without a GPU.
@@ -9,12 +9,18 @@ The cases: FlashInfer's capability probe through `torch.cuda.get_device_properti
 the deployment's GPU), SGLang's `device_context` (`torch.get_device_module(d).device(i)`), an
 `autograd.Function.apply` whose forward calls a subprocess / is plain / branches on the tensor, an
 `@overload`-declared function, and `data_ptr()` arithmetic (FlashInfer 0.7.4's alignment checks).
+Stop 40: `torch.cuda.is_current_stream_capturing()` (FlashInfer's top-k dispatch), a registry's first-call
+`datetime.now()` (jit/core.py:239), a probe in the arguments of a multi-line call (which line Dynamo
+stops at), an identity test kept in a local, a set filled at import (empty or not), and a warn-once
+closure flag (api_logging.py:2742-2747). `lines`: the lines of this file in the break's user stack.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import functools
+import warnings
 import json
 import subprocess
 import sys
@@ -116,6 +122,90 @@ def data_ptr_mod(x):
     return x
 
 
+def stream_capturing(x):
+    if torch.cuda.is_current_stream_capturing():
+        return x + 1
+    return x * 2
+
+
+_REGISTRY: dict = {}
+
+
+def _register(name):
+    if name not in _REGISTRY:
+        _REGISTRY[name] = datetime.datetime.now()
+
+
+def registry_first_call(x):
+    _REGISTRY.clear()
+    _register("spec")
+    return x + 1
+
+
+def _probe(version):
+    return subprocess.check_output(["nvcc", "--version"]) >= version
+
+
+def _make_spec(name, flags):
+    return (name, flags, datetime.datetime.now())
+
+
+def argument_first(x):
+    spec = _make_spec(
+        "fp4",
+        ["-DENABLE_FP4" if _probe("12.8") else ""],
+    )
+    return x * len(spec)
+
+
+def identity_local(x):
+    fixed = x is None
+    if fixed:
+        return x - 1
+    return x + 1
+
+
+class _Context:
+    def __init__(self, devices):
+        self.archs = set()
+        for device in range(devices):
+            self.archs.add(device)
+
+
+_FILLED, _EMPTY = _Context(1), _Context(0)
+
+
+def filled_set(x):
+    if not _FILLED.archs:
+        subprocess.check_output(["nvcc", "--version"])
+    return x + 1
+
+
+def empty_set(x):
+    if not _EMPTY.archs:
+        subprocess.check_output(["nvcc", "--version"])
+    return x + 1
+
+
+def _experimental(f):
+    warned = False
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        nonlocal warned
+        if not warned:
+            warned = True
+            warnings.warn("experimental", UserWarning, stacklevel=2)
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+@_experimental
+def warn_once(x):
+    return x + 1
+
+
 CASES = {
     "capability_branch": (capability_branch, True),
     "in_device_context": (in_device_context, True),
@@ -124,6 +214,13 @@ CASES = {
     "apply_branchy": (apply_branchy, False),
     "overloaded": (overloaded, False),
     "data_ptr_mod": (data_ptr_mod, False),
+    "stream_capturing": (stream_capturing, True),
+    "registry_first_call": (registry_first_call, False),
+    "argument_first": (argument_first, False),
+    "identity_local": (identity_local, False),
+    "filled_set": (filled_set, False),
+    "empty_set": (empty_set, False),
+    "warn_once": (warn_once, False),
 }
 
 
@@ -132,8 +229,9 @@ def run(fn, device: str) -> dict:
     try:
         torch.compile(fn, backend="eager", fullgraph=True)(torch.ones(4, device=device))
     except Exception as exc:  # noqa: BLE001 - Dynamo's refusal is the measurement
+        lines = [f.lineno for f in getattr(exc, "real_stack", None) or () if f.filename == __file__]
         return {"compiles": False, "error": type(exc).__name__, "gb_type": getattr(exc, "gb_type", None),
-                "message": str(exc).splitlines()[0][:200]}
+                "message": str(exc).splitlines()[0][:200], "lines": lines}
     return {"compiles": True}
 
 
