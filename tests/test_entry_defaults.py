@@ -69,3 +69,25 @@ def test_a_value_hazard_under_a_test_decided_against_it_is_not_one(scan_cache, a
     assert ("DC110", 29) in {(f.rule, f.site.line) for f in opened}
     assert _break_line(api.sample, torch.ones(2, 3)) == 0
     assert _break_line(api.sample, torch.ones(2, 3), check_nan=True) == 29
+
+
+def test_the_scan_command_calls_an_entry_as_the_api_census_does(tmp_path, scan_cache):
+    """`dynacheck scan --required-args-only --first-call`: the API census's reading of one function, with
+    the report saying so; without the flags the same entry is read as a model forward."""
+    import json
+
+    from dynacheck.cli import main
+
+    def run(*flags: str) -> dict:
+        out = tmp_path / f"scan{len(flags)}.json"
+        with pytest.raises(SystemExit):
+            main(["scan", "--target", str(ROOT), "--entry", "edpkg.api:reduce", "--cache-dir", str(scan_cache),
+                  "--format", "json", "--out", str(out), *flags])
+        return json.loads(out.read_text())
+
+    census_like = run("--required-args-only", "--first-call")
+    assert {(f["site"]["line"], f["site"]["callee"]) for f in census_like["findings"]} == {(10, "builtins.print")}
+    assert census_like["deployment"] == {"first_call": True, "required_args_only": True}
+    forward_like = run()
+    assert (16, "builtins.print") in {(f["site"]["line"], f["site"]["callee"]) for f in forward_like["findings"]}
+    assert forward_like["deployment"] == {}

@@ -98,7 +98,7 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
     records += [{"function": name, "safe": None, "error": why} for name, why in sorted(unread.items())]
     return {"census_version": "1", "kind": "flashinfer-api", "target": target.spec, "version": target.version,
             "deployment": {"gpu": deployment.gpu, "platform": deployment.platform, "env": deployment.env,
-                           "cold": deployment.cold},
+                           "first_call": deployment.cold},
             "functions": records, "seconds": round(time.perf_counter() - started, 2)}
 
 
@@ -109,7 +109,8 @@ def api_markdown(data: dict[str, Any], command: str = "") -> str:
     if command:
         out += ["Made with:", "", f"    {command}", ""]
     out += [f"Deployment: {data['deployment']}. Each exported function walked as the compiled entry "
-            "(fullgraph=True, no eager warm-up first).", "",
+            "(fullgraph=True, no eager warm-up first), called with its required arguments only (the others at "
+            "their defaults); the first break is the one Dynamo meets first, in trace order.", "",
             f"{safe} of {len(rows)} exported functions are safe; {len(rows) - safe} break or could not be walked.",
             "", "\"Safe\" covers the scanned code: a call into a package outside the targets is not followed and "
             "counts as a break only where a rule names it (tvm-ffi, cuda-python, pynvml, ctypes, and the CuTe DSL's "

@@ -86,7 +86,7 @@ def parse_env(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
 def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
     """The deployment's facts; an empty spec gives an empty Deployment (nothing decided)."""
     if spec.empty:
-        return Deployment()
+        return Deployment(cold=spec.cold)
     preset = load_preset(spec.preset) if spec.preset else {}
     given = preset.get("deployment", {})
     gpu = spec.gpu or given.get("gpu", "")

@@ -165,8 +165,6 @@ class Deployment:
             out["runner_missing"] = self.runner_missing
         if self.derived:
             out["derived_server_args"] = dict(self.derived)
-        if self.cold:
-            out["cold"] = True
         return out
 
 

@@ -118,7 +118,9 @@ DEFS: dict[str, dict[str, Any]] = {
         "problems": _list("Problem"), "stats": _ref("ScanStats"),
         "schema_version": {"type": "string", "pattern": "^1\\.[0-9]+$"},
         "tool_version": STR, "torch_version": STR,
-        "deployment": {"type": "object", "description": "The deployment facts the walk evaluated ({} = none)."},
+        "deployment": {"type": "object", "description": "The deployment facts the walk evaluated ({} = none), and "
+                       "how the entry was compiled and called: `fullgraph` (why fullgraph=True is assumed), "
+                       "`first_call` (no eager warm-up: --first-call), `required_args_only` (--required-args-only)."},
         "fix_plan": {**_list("PlanEntry"), "description": "Fixes ranked by the unconditional fatal sites they clear."},
         "first_break": {"type": "object", "description": "The fatal site Dynamo meets first, in trace order, on a "
                         "chain that holds on the deployment: function, file, line, callee, rule, gb_id, and chain (the hops "

@@ -302,8 +302,12 @@ def condition_label(condition: Condition) -> str:
 
 
 def deployment_facts(deployment: dict) -> str:
-    """The facts a reader checks first: 'name glm5, gpu sm120, platform cuda, quantization modelopt_fp4'."""
-    return ", ".join(f"{k} {deployment[k]}" for k in ("name", "gpu", "platform", "quantization") if deployment.get(k))
+    """The facts a reader checks first: 'name glm5, gpu sm120, platform cuda, quantization modelopt_fp4', and
+    how the entry is called when not as a model forward ('first call', 'required arguments only')."""
+    facts = [f"{k} {deployment[k]}" for k in ("name", "gpu", "platform", "quantization") if deployment.get(k)]
+    facts += [label for k, label in (("first_call", "first call"), ("required_args_only", "required arguments only"))
+              if deployment.get(k)]
+    return ", ".join(facts)
 
 
 def deployment_label(deployment: dict) -> str:

@@ -53,10 +53,17 @@ FORMATS = ("terminal", "json", "sarif", "html", "markdown", "github")
 @click.option("--fullgraph", is_flag=True,
               help="The entry is compiled with fullgraph=True: state that compile's outcome (fatal or no break) "
                    "instead of both.")
+@click.option("--first-call", is_flag=True,
+              help="The compile is the process's first call of the code (no eager warm-up): a registry that fills "
+                   "on first use is empty, so its first-call way is taken (as the FlashInfer API census assumes).")
+@click.option("--required-args-only", is_flag=True,
+              help="Call each entry with its required arguments only: its other parameters hold their defaults, "
+                   "which decide its branches (as the FlashInfer API census calls each function).")
 def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None, fmt: str, out: Path | None,
          fail_on: str | None, config_file: Path | None, cache_dir: Path | None, offline: bool,
          show_conditional: bool, verbose: bool, server_args: str | None, model_config: Path | None,
-         gpu: str | None, platform: str | None, env_pairs: tuple[str, ...], fullgraph: bool) -> int:
+         gpu: str | None, platform: str | None, env_pairs: tuple[str, ...], fullgraph: bool, first_call: bool,
+         required_args_only: bool) -> int:
     """Find what Dynamo cannot trace on the path from a model's forward, and how to fix it.
 
     Never imports or runs the scanned code. With no --target/--entry/--preset it scans the targets of
@@ -81,10 +88,10 @@ def scan(targets: tuple[str, ...], entries: tuple[str, ...], preset: str | None,
     progress = StatusLine() if sys.stderr.isatty() else None
     try:
         spec = DeploymentSpec(preset=inputs.preset, server_args=server_args, model_config=model_config, gpu=gpu,
-                              platform=platform, env=parse_env(env_pairs))
+                              platform=platform, env=parse_env(env_pairs), cold=first_call)
         result = run_scan(list(inputs.specs), list(inputs.entries), inputs.preset, cache_dir=cache_dir,
                           offline=offline, progress=progress, deployment=spec,
-                          fullgraph=fullgraph)
+                          fullgraph=fullgraph, entry_defaults=required_args_only)
     finally:
         if progress is not None:
             progress.close()

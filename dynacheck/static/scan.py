@@ -44,10 +44,12 @@ Progress = Callable[[str], None]
 
 def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str | None = None, *,
          cache_dir: Path | None = None, offline: bool = False, progress: Progress | None = None,
-         deployment: DeploymentSpec | None = None, fullgraph: bool = False) -> ScanResult:
+         deployment: DeploymentSpec | None = None, fullgraph: bool = False,
+         entry_defaults: bool = False) -> ScanResult:
     """Resolve each target spec (pip requirement, wheel, folder or installed name) and scan it.
 
-    `fullgraph`: the entry is compiled with `fullgraph=True`; findings state that compile's outcome."""
+    `fullgraph`: the entry is compiled with `fullgraph=True`; findings state that compile's outcome.
+    `entry_defaults`: each entry is called with its required arguments only (scan_targets)."""
     if not target_specs:
         raise UserError("No target to scan.", "Pass --target SPEC (e.g. sglang==0.5.9) or a folder.")
     cache = cache_dir if cache_dir is not None else default_cache_dir()
@@ -58,7 +60,7 @@ def scan(target_specs: Sequence[str], entries: Sequence[str] = (), preset: str |
         counts = getattr(progress, "counts", None)  # downloads and unpacking report files done of total
         targets.append(resolve_target(spec, cache_dir=cache, offline=offline, progress=counts))
     return scan_targets(targets, entries, preset, cache_dir=cache, progress=progress, deployment=deployment,
-                        fullgraph=fullgraph)
+                        fullgraph=fullgraph, entry_defaults=entry_defaults)
 
 
 def scan_roots(roots: Sequence[Path | str], entries: Sequence[str], *, cache_dir: Path | None = None,
@@ -197,7 +199,9 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
         problems=tuple(_display_problems(problems + _unreadable_folders(locator) + _body_errors(index), locator)),
         stats=stats,
-        tool_version=__version__, torch_version=catalog.torch_version, deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {}),
+        tool_version=__version__, torch_version=catalog.torch_version,
+        deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {})
+        | ({"first_call": True} if facts.cold else {}) | ({"required_args_only": True} if entry_defaults else {}),
         fix_plan=fix_plan(findings, unconditional_only=facts.given),
         first_break=_first_break(builder, signature, why_fullgraph,
                                  lambda: first_break(walk, findings, index, locator.display_path, builder.chain_along)),
