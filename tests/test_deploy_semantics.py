@@ -536,3 +536,21 @@ def test_a_value_hazard_on_a_line_without_a_call_can_be_the_first_break(scan_cac
     with pytest.raises(torch._dynamo.exc.Unsupported) as caught:
         torch.compile(module.forward_stats, backend="eager", fullgraph=True)(torch.ones(2))
     assert [f.lineno for f in caught.value.real_stack if f.filename.endswith("argorder.py")][-1] == 34
+
+
+def test_a_classmethod_s_cls_is_its_class(scan_cache, monkeypatch):
+    """`cls._class_lock` in a classmethod called on the class resolved to nothing, so the lock it takes
+    (DC011) went unseen (FlashInfer's AutoTuner.get). Dynamo refuses the lock as a context manager."""
+    found = _attr_scan(scan_cache, "attrfx.classlock:tuned").findings
+    assert [(f.rule, f.site.line, f.site.callee) for f in found] == [("DC011", 14, "threading.Lock.__enter__")]
+    import importlib
+
+    import torch
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "attr"))
+    module = importlib.import_module("attrfx.classlock")
+    module.Tuner._instance = None
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported) as caught:
+        torch.compile(module.tuned, backend="eager", fullgraph=True)(torch.ones(2))
+    assert [f.lineno for f in caught.value.real_stack if f.filename.endswith("classlock.py")][-1] == 14

@@ -241,6 +241,11 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
             fn = current.function
             if name == "self" and current.self_cls is not None and fn.params[:1] == ("self",):
                 return [evolve(current.self_cls, kind="inst", via=m.VIA_SELF)]
+            if name == "cls" and fn.cls and fn.params[:1] == ("cls",):
+                # a classmethod's (or `__new__`'s) first parameter: the class it is called on, else the one
+                # defining it (`Tuner.get()` reaches `with cls._class_lock:`)
+                owner = current.self_cls or Value("cls", current.module.module, fn.cls)
+                return [evolve(owner, kind="cls", via=m.VIA_SELF)]
             if name in fn.local_imports:
                 return self.resolve_dotted(fn.local_imports[name])
             if name in fn.assigns:
