@@ -322,16 +322,16 @@ class TensorHazards:
     def _hazards(self, key: NodeKey, env: _Env) -> list[Hit]:
         out: list[Hit] = []
         for kind, line, expr, extra, in_loop, *guarded in env.scope.function.value_uses:
-            conditions = self._use_conditions(guarded[0], env.scope) if guarded else ()
-            if conditions is None:
-                continue  # under a test this deployment (or the compile) decides against it
             hazard = self._classify(kind, expr, extra, env)
             if hazard == FORMATTED:
                 line, hazard = self._formatted_at(line, extra, env)
                 if not line:
                     continue  # never turned into text here: Dynamo never formats it
                 extra = None
-            if hazard:
+            if hazard:  # its statement's tests are read only for a hazard (most uses are none)
+                conditions = self._use_conditions(guarded[0], env.scope) if guarded else ()
+                if conditions is None:
+                    continue  # under a test this deployment (or the compile) decides against it
                 out.append(_hit(key, line, hazard, _label(kind, expr, extra), conditions))
                 if in_loop and hazard in BREAKING:
                     out.append(_hit(key, line, LOOP_KIND, _label(kind, expr, extra), conditions))
