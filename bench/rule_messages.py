@@ -26,7 +26,7 @@ OUT = ROOT / "rules" / "messages.json"
 NOT_ON_CPU = {"DC062", "DC071", "DC080", "DC135"}
 # fixtures importing a package that is not a dev dependency: recorded where it is installed
 # (bench/cute_dsl_oracle.sh's venv), else the entry already in messages.json is kept
-NEEDS_MODULE = {"DC072": "cutlass.cute"}
+NEEDS_MODULE = {"DC072": "cutlass.cute", "DC063": "cudnn"}
 
 
 def _installed(module: str) -> bool:

@@ -29,7 +29,7 @@ STATIC_ONLY = {
     "DC080": "fails at CUDA graph capture, not in Dynamo; needs a GPU",
     "DC135": "a CPU build has no capture query (test_the_capture_probe_is_gb0208_where_cuda_answers stands one in)",
 }
-NEEDS_MODULE = {"DC062": "tvm_ffi", "DC072": "cutlass.cute"}  # nvidia-cutlass-dsl, not a dev dependency
+NEEDS_MODULE = {"DC062": "tvm_ffi", "DC072": "cutlass.cute", "DC063": "cudnn"}  # nvidia-cutlass-dsl, not a dev dependency
 # Fatal under fullgraph without a GB id: the text Dynamo's UserError carries instead.
 FULLGRAPH_USER_ERROR = {"DC112": "data-dependent", "DC118": "data-dependent expression"}
 RULES = load_catalog().rules

@@ -38,7 +38,7 @@ NOT_ON_CPU = {
     "DC062": "needs tvm_ffi",
 }
 # Rules whose fixture imports a package that is not a dev dependency: checked where it is installed.
-NEEDS_MODULE = {"DC072": "cutlass.cute"}  # nvidia-cutlass-dsl (bench/RESULTS.md "CuTe DSL under Dynamo")
+NEEDS_MODULE = {"DC072": "cutlass.cute", "DC063": "cudnn"}  # nvidia-cutlass-dsl, nvidia-cudnn-frontend (bench/RESULTS.md "CuTe DSL under Dynamo")
 # Where the line Dynamo reports is not the scan's site, by design.
 OTHER_LINE = {
     "DC096": "GB7000 is reported for the loop's frame; the scan places it at the call inside the loop",
