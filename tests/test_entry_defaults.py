@@ -91,3 +91,22 @@ def test_the_scan_command_calls_an_entry_as_the_api_census_does(tmp_path, scan_c
     forward_like = run()
     assert (16, "builtins.print") in {(f["site"]["line"], f["site"]["callee"]) for f in forward_like["findings"]}
     assert forward_like["deployment"] == {}
+
+
+def test_a_default_the_function_refuses_is_left_for_the_caller(scan_cache, api):
+    """`if cu_seqlens is None: raise`: with the default bound, the census read the raise and called the
+    function safe (FlashInfer 0.7.4's chunk_gated_delta_product, which breaks in cuDNN on every call that
+    works). The parameter is left unbound, `backend` keeps its default, and the first break is Dynamo's."""
+    result = scan_roots([ROOT], ["edpkg.api:varlen"], cache_dir=scan_cache, entry_defaults=True)
+    assert {(f.site.line, f.site.callee) for f in result.findings if f.unconditional} == {(43, "builtins.print")}
+    assert (result.first_break["line"], result.first_break["callee"]) == (43, "builtins.print")
+    x = torch.ones(2)
+    assert _break_line(api.varlen, x, cu_seqlens=torch.tensor([0, 2])) == 43
+    assert _break_line(api.varlen, x, cu_seqlens=torch.tensor([0, 2]), backend="cake") == 0
+
+
+def test_a_default_refused_on_one_way_of_a_required_argument_stands(scan_cache):
+    """`if layout == "paged": if tables is None: raise`: other layouts take `tables=None`, so the default
+    holds and the paged branch past the check is not read as reached (the raise is)."""
+    result = scan_roots([ROOT], ["edpkg.api:layouts"], cache_dir=scan_cache, entry_defaults=True)
+    assert 53 not in {f.site.line for f in result.findings}

@@ -385,12 +385,42 @@ class Reacher:
 
     def entry_defaults(self, func: Value) -> tuple:
         """An entry called with its required arguments only: the parameters it branches on that have
-        defaults, bound to them (`deterministic=True` decides `if deterministic:`), as for a call."""
+        defaults, bound to them (`deterministic=True` decides `if deterministic:`), as for a call.
+
+        A parameter whose default the function refuses is required at run time and left unbound (a
+        caller that works passes it): `if cu_seqlens is None: raise ValueError(...)` in FlashInfer
+        0.7.4's `chunk_gated_delta_product` (gdp_prefill.py:168), reached with the other defaults."""
         fn = self.ev.index.function(func.module, func.name)
         if fn is None:
             return ()
         wanted = _guard_names(fn, self.ev.index.module(func.module))
-        return self._bound(func, fn, wanted, {}) if wanted else ()
+        bound = self._bound(func, fn, wanted, {}) if wanted else ()
+        refused = self._refused_defaults(func, fn, bound)
+        return tuple((name, values) for name, values in bound if name not in refused)
+
+    def _refused_defaults(self, func: Value, fn, bound: tuple) -> set[str]:
+        """The bound parameters `p` (default None) of each `raise` run under `if p is None:` whose other
+        tests are all decided its way with the defaults bound (outside any `try`: summary.raises); a test
+        of a required argument is the caller's choice, not decided."""
+        none_bound = {name for name, values in bound if fn.defaults.get(name) == ("n", "None")}
+        refused: set[str] = set()
+        scope = None
+        for _, guards in fn.raises:
+            names = [_none_tested(test) if taken else None for test, taken, _ in guards]
+            at = next((i for i, name in enumerate(names) if name in none_bound), None)
+            if at is None:
+                continue
+            others = guards[:at] + guards[at + 1:]
+            if others:
+                scope = scope or self.ev.function_scope(func, bound)
+                if scope is None or not all(self._decided(test, taken, scope) for test, taken, _ in others):
+                    continue  # `elif input_layout in (...): if block_tables is None: raise`: one way of many
+            refused.add(names[at])
+        return refused
+
+    def _decided(self, test, taken: bool, scope) -> bool:
+        value, opens = self.ev.partial.truth(test, scope)
+        return value is taken and not opens
 
     def _bound(self, func: Value, fn, wanted: frozenset, given: dict[str, tuple]) -> tuple:
         bound = []
@@ -450,6 +480,14 @@ def _calls_in(expr) -> int:
 
 
 _GUARD_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
+
+
+def _none_tested(test) -> str | None:
+    """`p` of the test `p is None`."""
+    if test and test[0] == "cmp" and len(test[2]) == 1 and test[2][0] == ("Is", ("n", "None")) \
+            and test[1] and test[1][0] == "n":
+        return test[1][1]
+    return None
 
 
 def _guard_names(fn, module=None) -> frozenset:
