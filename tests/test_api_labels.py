@@ -29,9 +29,11 @@ def test_the_census_calls_no_labelled_safe_function_unsafe_and_misses_only_the_k
     old, new = _score("0.6.3"), _score("0.7.4")
     assert old["says not safe, sources safe"] == new["says not safe, sources safe"] == []
     assert old["says safe, sources break"] == ["fast_decode_plan"]
-    assert sorted(new["says safe, sources break"]) == ["chunk_gated_delta_product", "chunk_gated_delta_rule2",
-                                                       "fast_decode_plan", "fi_trace"]
-    assert len(new["says not safe, sources break"]) == 19 and "fused_kda_decode" in new["says not safe, sources break"]
+    # the two cuDNN linear-attention functions are found since rule DC063 (stop 41)
+    assert sorted(new["says safe, sources break"]) == ["fast_decode_plan", "fi_trace"]
+    assert len(new["says not safe, sources break"]) == 21
+    assert {"fused_kda_decode", "chunk_gated_delta_product", "chunk_gated_delta_rule2"} <= \
+        set(new["says not safe, sources break"])
 
 
 @pytest.mark.wheels
