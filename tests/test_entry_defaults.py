@@ -110,3 +110,36 @@ def test_a_default_refused_on_one_way_of_a_required_argument_stands(scan_cache):
     holds and the paged branch past the check is not read as reached (the raise is)."""
     result = scan_roots([ROOT], ["edpkg.api:layouts"], cache_dir=scan_cache, entry_defaults=True)
     assert 53 not in {f.site.line for f in result.findings}
+
+
+def test_an_entry_is_called_through_its_decorators_wrapper(scan_cache, api):
+    """FlashInfer 0.7.4's experimental APIs: the user calls the wrapper, which warns on the first call
+    (`nonlocal warned`) before the body runs. The API census (first call, required arguments only) walks
+    the wrapper first and the body with its defaults; before, it started at the body and read the flag
+    as the wrapper's own local, already set. Real Dynamo: the first compiled call stops at the warning,
+    one after an eager call does not."""
+    from dynacheck.census.flashinfer_api import DEFAULT_API_DEPLOYMENT
+
+    result = scan_roots([ROOT], ["edpkg.api:preview"], cache_dir=scan_cache, deployment=DEFAULT_API_DEPLOYMENT,
+                        entry_defaults=True)
+    assert {(f.site.file.rpartition("/")[2], f.site.line, f.site.callee) for f in result.findings
+            if f.unconditional} == {("experimental.py", 15, "warnings.warn")}
+    assert (result.first_break["line"], result.first_break["callee"]) == (15, "warnings.warn")
+    assert {f.entry for f in result.findings} == {"edpkg.api:preview"}
+    x = torch.ones(2)
+    assert _break_line(api.preview, x) == 15
+    with pytest.warns(UserWarning, match="preview is experimental"):
+        api.preview(x)  # eagerly: the flag is set
+    assert _break_line(api.preview, x) == 0
+
+
+def test_a_flag_the_first_call_sets_is_a_first_call_condition_when_warm(scan_cache):
+    """Called from a forward on a deployment that ran before the compile (the model census's), the
+    warning is conditional: `first call only`."""
+    from dynacheck.deploy.build import DeploymentSpec
+
+    result = scan_roots([ROOT], ["edpkg.api:calls_preview"], cache_dir=scan_cache,
+                        deployment=DeploymentSpec(gpu="sm100", platform="cuda"))
+    warns = [f for f in result.findings if f.site.callee == "warnings.warn"]
+    assert len(warns) == 1 and not warns[0].unconditional
+    assert [c.text for c in warns[0].conditions] == ["first call only: not warned (no call set it before the compile)"]

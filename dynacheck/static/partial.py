@@ -78,6 +78,14 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
             elif failed_command(test, taken):
                 conditions.append(Condition(f"the command failed: {'' if taken else 'not '}{render_test(test)}",
                                             scope.module.path, line, "except"))
+            elif self._set_once(test, scope):
+                if self.dep.cold:  # the flag still holds its first value: the first-call way only
+                    if not taken:
+                        return False, ()
+                    continue
+                if taken:
+                    conditions.append(Condition(f"first call only: {render_test(test)} (no call set it before "
+                                                "the compile)", scope.module.path, line, "first_call"))
             elif registers_once(test, scope.function.assigns if scope.function is not None else ()) \
                     and not self._constant_container(test[2][0][1], scope):
                 if self.dep.cold:  # nothing was registered: the first-call way is the only one
@@ -149,6 +157,13 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         test of it is a check, not a registry's first-call test."""
         result = self.const(container, scope, 0)
         return bool(result.values) and all(isinstance(v, (tuple, frozenset, str)) and v for v in result.values)
+
+    @staticmethod
+    def _set_once(test: Expr, scope: Scope) -> bool:
+        """`if not warned:` where `warned` is the enclosing function's, rebound here (`nonlocal warned`):
+        a flag the first call sets (FlashInfer 0.7.4's experimental-API wrapper, api_logging.py:2740-2747)."""
+        return bool(test) and test[0] == "not" and bool(test[1]) and test[1][0] == "n" \
+            and scope.function is not None and test[1][1] in scope.function.nonlocals_declared
 
     def _builds_once(self, test: Expr, scope: Scope) -> bool:
         """`if not path.exists():` (directly or through a property that returns it): a file made the

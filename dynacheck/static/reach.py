@@ -80,6 +80,7 @@ class Walk:
     unresolved: int = 0
     truncated: bool = False
     entry_defaults: bool = False  # entries were called with their required arguments only (Reacher.walk)
+    wrapper_roots: dict = field(default_factory=dict)  # root key of a decorator's wrapper -> (module, name) of its entry
 
 
 class Reacher:
@@ -97,10 +98,13 @@ class Reacher:
         result = Walk(entry_defaults=defaults)
         queue: deque[NodeKey] = deque()
         self._deferred: deque[NodeKey] = deque()
+        self._entry_keys: dict[tuple[str, str], tuple] = {}
         done: set[NodeKey] = set()
         for entry in entries:
             bound = self.entry_defaults(entry) if defaults else ()
             key = self._key(entry, bound, TRACE)
+            if defaults:
+                self._wrapper_roots(entry, bound, key, result, queue)
             if key not in result.nodes:
                 result.nodes[key] = Node(key, entry, bound, None, 0, m.VIA_ENTRY, "high")
                 queue.append(key)
@@ -118,6 +122,29 @@ class Reacher:
                 continue
             self._replay(node, self._expansion(key, scope), result, queue)
         return result
+
+    def _wrapper_roots(self, entry: Value, bound: tuple, key: NodeKey, result: Walk, queue: deque) -> None:
+        """An API entry is called through what its decorators return: a wrapper with a first-call flag is a
+        root walked first (FlashInfer 0.7.4's experimental-API wrapper warns on its first call before the
+        body runs, api_logging.py:2740-2747), and every call of the entry from there links to the entry's
+        own root, which keeps its required-arguments reading (a wrapper passes `*args, **kwargs`).
+
+        Only such wrappers: a dispatch wrapper (`@backend_requirement`, utils.py:1364) is read without its
+        factory's arguments (`backend_checks={}`), which the decorator reading does not bind, and walked
+        as a root it named a warning no call reaches as `nvfp4_kv_dequantize`'s first break (measured)."""
+        effect = self.bd.effect(entry) if entry.kind == "func" else None
+        if effect is None or effect.kind != dynamo.WRAPPER:
+            return
+        for wrapper, wrapper_bound in effect.wrappers:
+            fn = self.ev.index.function(wrapper.module, wrapper.name)
+            if fn is None or not _first_call_flag(fn):
+                continue
+            self._entry_keys[(entry.module, entry.name)] = (bound, key)
+            root = self._key(wrapper, wrapper_bound, TRACE)
+            if root not in result.nodes:
+                result.nodes[root] = Node(root, wrapper, wrapper_bound, None, 0, m.VIA_ENTRY, "high")
+                result.wrapper_roots[root] = (entry.module, entry.name)
+                queue.append(root)
 
     @staticmethod
     def _key(func: Value, bound: tuple, mode: str) -> NodeKey:
@@ -151,6 +178,10 @@ class Reacher:
                 result.hits.append(Hit(node.key, call, callee, hit_kind, boundary, node.key.mode,
                                        weaker(node.confidence, confidence), note, conditions))
             elif kind == "push":
+                func = action[2]
+                root = self._entry_keys.get((func.module, func.name)) if self._entry_keys else None
+                if root is not None and action[4] != root[1]:  # through a wrapper: the entry's own root
+                    action = action[:3] + root + action[5:]
                 self._link(node, action, result, queue)
             else:
                 result.unresolved += 1
@@ -480,6 +511,13 @@ def _calls_in(expr) -> int:
 
 
 _GUARD_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is kept so its id is not reused
+
+
+def _first_call_flag(fn) -> bool:
+    """A call of the function under `if not flag:` where `flag` is the enclosing function's (`nonlocal`)."""
+    return bool(fn.nonlocals_declared) and any(
+        taken and test and test[0] == "not" and test[1] and test[1][0] == "n" and test[1][1] in fn.nonlocals_declared
+        for call in fn.calls for test, taken, _ in call.guards)
 
 
 def _none_tested(test) -> str | None:

@@ -171,6 +171,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if walk.truncated and not any(p.kind == "truncated" for p in problems):  # once (a stored engine's are restored)
         problems.append(Problem("truncated", "", "the walk stopped at its node limit; results are partial"))
     entry_names = {(v.module, v.name): text for v, text in zip(entry_values, all_entries)}
+    for root, owner in walk.wrapper_roots.items():  # a decorator's wrapper walked as the entry's first root
+        entry_names.setdefault((root.module, root.qualname), entry_names.get(owner, ""))
 
     def entry_of(key) -> str:
         node = walk.nodes[key]

@@ -19,7 +19,7 @@ from dynacheck.static import lazy_bodies, value_uses
 from dynacheck.static.ir import UNKNOWN, Expr, dotted
 
 ARG_DEPTH = 28  # cst_nodes.expr stops at depth 30: call arguments keep three levels
-SUMMARY_VERSION = 32  # bump when the shape below changes: invalidates the cache
+SUMMARY_VERSION = 33  # bump when the shape below changes: invalidates the cache
 
 
 @dataclass
@@ -57,6 +57,7 @@ class FunctionSummary:
     return_guards: list[tuple] = field(default_factory=list)  # the guards of each return, in step with returns
     nested: list[str] = field(default_factory=list)
     globals_declared: set[str] = field(default_factory=set)  # `global x`: assignments rebind the module
+    nonlocals_declared: set[str] = field(default_factory=set)  # `nonlocal x`: assignments rebind the parent's x
     returns_annotation: str = ""  # the `-> T` text, to tell which functions return tensors
     arity: tuple[int, int, bool, bool] = (0, 0, True, True)  # positional, required, *args, **kwargs
     defaults: dict[str, Expr] = field(default_factory=dict)  # parameter -> its default (names and literals only)
@@ -424,6 +425,9 @@ class _ModuleWalker:
         if isinstance(stmt, cst.Global) and scope.function is not None:
             scope.function.globals_declared.update(n.name.value for n in stmt.names)
             return
+        if isinstance(stmt, cst.Nonlocal) and scope.function is not None:
+            scope.function.nonlocals_declared.update(n.name.value for n in stmt.names)
+            return
         if isinstance(stmt, cst.ImportFrom):
             base = self.resolve_from(stmt)
             if base is None:
@@ -570,6 +574,14 @@ class _ModuleWalker:
                 # `global x; x = value` inside a function (bind-at-startup): another value of the module name
                 self.s.bindings.setdefault(name, []).append(
                     Binding("global", (scope.function.qualname, value), line, True))
+            elif scope.function is not None and name in scope.function.nonlocals_declared \
+                    and self.s.functions.get(scope.function.parent) is not None:
+                # `nonlocal x; x = value` (a warn-once flag): another value of the enclosing function's x,
+                # set on some call of this one, so it never surely replaces the others (read as in a loop)
+                parent = self.s.functions[scope.function.parent]
+                parent.assigns.setdefault(name, []).append(value)
+                parent.assign_lines.setdefault(name, []).append(line)
+                parent.assign_guards.setdefault(name, []).append(((), True))
             elif scope.function is not None:
                 scope.function.assigns.setdefault(name, []).append(value)
                 scope.function.assign_lines.setdefault(name, []).append(line)
