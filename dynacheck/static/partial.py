@@ -24,7 +24,7 @@ from dynacheck.static.partial_names import NameEvaluation
 from dynacheck.static.partial_values import (
     ARCHITECTURE, ARCHITECTURE_TESTS, FAMILY_KINDS, MAX_DEPTH, MAX_SET, NO_CUT, NOTHING, PLAIN, AtMost,
     BoundedTensor, Known, Member, Obj, Partial, Ref, arith, compare, exists_probe, failed_command, flattened, known,
-    merge, registers_once, render_test, unknown,
+    merge, registers_once, render_test, sets_once, unknown,
 )
 
 
@@ -78,24 +78,25 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
             elif failed_command(test, taken):
                 conditions.append(Condition(f"the command failed: {'' if taken else 'not '}{render_test(test)}",
                                             scope.module.path, line, "except"))
-            elif self._set_once(test, scope):
-                if self.dep.cold:  # the flag still holds its first value: the first-call way only
+            elif once := self._first_call_test(test, scope):
+                if self.dep.cold:  # nothing ran before the compile: the first-call way is the only one
                     if not taken:
                         return False, ()
                     continue
                 if taken:
-                    conditions.append(Condition(f"first call only: {render_test(test)} (no call set it before "
-                                                "the compile)", scope.module.path, line, "first_call"))
-            elif registers_once(test, scope.function.assigns if scope.function is not None else ()) \
-                    and not self._constant_container(test[2][0][1], scope):
-                if self.dep.cold:  # nothing was registered: the first-call way is the only one
-                    if not taken:
-                        return False, ()
-                    continue
-                if taken:
-                    conditions.append(Condition(f"first call only: {render_test(test)} (nothing registered it "
-                                                "before the compile)", scope.module.path, line, "first_call"))
+                    conditions.append(Condition(f"first call only: {render_test(test)} ({once} before the "
+                                                "compile)", scope.module.path, line, "first_call"))
         return True, tuple(conditions)
+
+    def _first_call_test(self, test: Expr, scope: Scope) -> str:
+        """What the first call has not done yet when `test` holds, or "": set a flag of the enclosing
+        function's (`if not warned:`), or register a key (`if key not in REGISTRY:`)."""
+        if sets_once(test, scope.function):
+            return "no call set it"
+        if registers_once(test, scope.function.assigns if scope.function is not None else ()) \
+                and not self._constant_container(test[2][0][1], scope):
+            return "nothing registered it"
+        return ""
 
     def _guard_truth(self, test: Expr, scope: Scope, line: int) -> tuple[bool | None, tuple]:
         """`truth` of a guard at its line, memoized per (test, scope): a function's guards are asked
@@ -157,13 +158,6 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
         test of it is a check, not a registry's first-call test."""
         result = self.const(container, scope, 0)
         return bool(result.values) and all(isinstance(v, (tuple, frozenset, str)) and v for v in result.values)
-
-    @staticmethod
-    def _set_once(test: Expr, scope: Scope) -> bool:
-        """`if not warned:` where `warned` is the enclosing function's, rebound here (`nonlocal warned`):
-        a flag the first call sets (FlashInfer 0.7.4's experimental-API wrapper, api_logging.py:2740-2747)."""
-        return bool(test) and test[0] == "not" and bool(test[1]) and test[1][0] == "n" \
-            and scope.function is not None and test[1][1] in scope.function.nonlocals_declared
 
     def _builds_once(self, test: Expr, scope: Scope) -> bool:
         """`if not path.exists():` (directly or through a property that returns it): a file made the

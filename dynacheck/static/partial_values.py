@@ -162,6 +162,13 @@ def failed_command(test: Expr, taken: bool) -> bool:
     return (op == "Equal" and not taken) or (op == "NotEqual" and taken)
 
 
+def sets_once(test: Expr, fn) -> bool:
+    """`if not warned:` where `warned` is the enclosing function's, rebound in `fn` (`nonlocal warned`):
+    a flag the first call sets (FlashInfer 0.7.4's experimental-API wrapper, api_logging.py:2740-2747)."""
+    return fn is not None and bool(test) and test[0] == "not" and bool(test[1]) and test[1][0] == "n" \
+        and test[1][1] in fn.nonlocals_declared
+
+
 def registers_once(test: Expr, local_names=()) -> bool:
     """`if key not in self._registry:` / `... not in REGISTRY`: work done the first time only. A warm-up
     before the compile (SGLang captures its decode CUDA graphs eagerly first) has done it already. A

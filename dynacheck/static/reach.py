@@ -16,7 +16,8 @@ from dynacheck.static import dynamo
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
-from dynacheck.static.partial_values import Obj, Ref, known_name
+from dynacheck.static.partial_values import Obj, Ref, known_name, sets_once
+from dynacheck.static.startup import _surely
 from dynacheck.static.value_types import allocation_label, passes_ctx, receiver_key
 from dynacheck.static.value_uses import TENSOR
 from dynacheck.static.values import Evaluator, Scope, Value, evolve, weaker
@@ -444,14 +445,10 @@ class Reacher:
             others = guards[:at] + guards[at + 1:]
             if others:
                 scope = scope or self.ev.function_scope(func, bound)
-                if scope is None or not all(self._decided(test, taken, scope) for test, taken, _ in others):
+                if scope is None or not all(_surely(self.ev, test, taken, scope) for test, taken, _ in others):
                     continue  # `elif input_layout in (...): if block_tables is None: raise`: one way of many
             refused.add(names[at])
         return refused
-
-    def _decided(self, test, taken: bool, scope) -> bool:
-        value, opens = self.ev.partial.truth(test, scope)
-        return value is taken and not opens
 
     def _bound(self, func: Value, fn, wanted: frozenset, given: dict[str, tuple]) -> tuple:
         bound = []
@@ -515,9 +512,8 @@ _GUARD_NAMES: dict[int, tuple] = {}  # id -> (summary, names): the summary is ke
 
 def _first_call_flag(fn) -> bool:
     """A call of the function under `if not flag:` where `flag` is the enclosing function's (`nonlocal`)."""
-    return bool(fn.nonlocals_declared) and any(
-        taken and test and test[0] == "not" and test[1] and test[1][0] == "n" and test[1][1] in fn.nonlocals_declared
-        for call in fn.calls for test, taken, _ in call.guards)
+    return bool(fn.nonlocals_declared) and any(taken and sets_once(test, fn)
+                                               for call in fn.calls for test, taken, _ in call.guards)
 
 
 def _none_tested(test) -> str | None:
