@@ -114,7 +114,8 @@ def api_markdown(data: dict[str, Any], command: str = "") -> str:
             f"{safe} of {len(rows)} exported functions are safe; {len(rows) - safe} break or could not be walked.",
             "", "\"Safe\" covers the scanned code: a call into a package outside the targets is not followed and "
             "counts as a break only where a rule names it (tvm-ffi, cuda-python, pynvml, ctypes, and the CuTe DSL's "
-            "`cutlass.cute.compile` from nvidia-cutlass-dsl, DC072). A function whose only break would be in another "
+            "`cutlass.cute.compile` from nvidia-cutlass-dsl, DC072, and the cuDNN frontend's handle and version "
+            "calls, DC063). A function whose only break would be in another "
             "unscanned call reads safe (docs/census.md). A function whose breaks all wait on tests the deployment "
             "does not decide is not safe when every way those tests can go breaks (its fatal count, of "
             "unconditional sites, is then 0).",
