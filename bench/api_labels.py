@@ -4,7 +4,7 @@ The labels (bench/labels/api-safe-flashinfer.json) cover every function the API 
 stop 38 (8768458), and five 0.7.4 functions it newly called safe during stop 40, per FlashInfer version: what calling it inside `torch.compile(fullgraph=True)` on the
 census deployment (sm100, CUDA, default env) does, read in the sources ("safe", "breaks", "raises": it
 raises on this deployment before any kernel, "unclear"), with the file:lines that decide it. A census
-claim is its `safe` field.
+claim is its `safe` field; one that names an argument its verdict depends on (`depends_on`) has its own rows.
 
     python bench/api_labels.py reports/census-flashinfer-0.6.3.json reports/census-flashinfer-0.7.4.json \
         [--write bench/RESULTS.md]
@@ -22,12 +22,15 @@ from scan_bench import publish  # bench/ is this script's folder
 LABELS = Path(__file__).parent / "labels" / "api-safe-flashinfer.json"
 SECTION = "## FlashInfer API census: its safe verdicts against the sources"
 ROWS = ("says safe, sources safe", "says safe, sources: raises on sm100", "says safe, sources break",
-        "says not safe, sources break", "says not safe, sources safe", "unclear in the sources")
+        "says not safe, sources break", "says not safe, sources safe", "unclear in the sources",
+        "says it depends on an argument the caller passes, sources break with the one its callers pass",
+        "says it depends on an argument the caller passes, sources safe")
 
 
 def score(census: dict, labels: list[dict]) -> dict[str, list[str]]:
     """Each labelled function of the census's version in one row of ROWS."""
     says = {r["function"]: r.get("safe") for r in census["functions"]}
+    depends = {r["function"] for r in census["functions"] if r.get("depends_on")}
     rows: dict[str, list[str]] = {row: [] for row in ROWS}
     for label in labels:
         if label["version"] != census["version"]:
@@ -37,6 +40,8 @@ def score(census: dict, labels: list[dict]) -> dict[str, list[str]]:
             raise SystemExit(f"{name}: labelled for {census['version']} but not in the census")
         if verdict == "unclear":
             row = ROWS[5]
+        elif name in depends:  # static/argument_calls.py: no claim of safe or not, a named argument
+            row = ROWS[7] if verdict == "safe" else ROWS[6]
         elif says[name]:
             row = {"safe": ROWS[0], "raises": ROWS[1]}.get(verdict, ROWS[2])
         else:

@@ -15,6 +15,7 @@ from dynacheck.census.run import _fatal, _order_key, _site, _trace_first, every_
 from dynacheck.deploy.build import DeploymentSpec
 from dynacheck.errors import UserError, one_line
 from dynacheck.model import Target
+from dynacheck.static.argument_calls import read_problem
 from dynacheck.sources.text import PARSE_FAILURES, read_source
 
 # cold: nothing is run eagerly first, so a registry that fills on first use is empty when Dynamo traces
@@ -92,7 +93,12 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
                   "every_way": None,
                   "fix": result.fix_plan[0].to_dict() if result.fix_plan else None}
         ways = every_way_fields(result.findings) if not fatal else None  # breaks whichever way its tests go
-        records.append(record | (ways | {"safe": False} if ways else {}))
+        record |= ways | {"safe": False} if ways else {}
+        depends = [d for p in result.problems if p.kind == "argument_call"
+                   if (d := read_problem(p.file, p.message)) is not None]
+        if record["safe"] and depends:  # nothing found, but it calls what its caller passes: not known safe
+            record |= {"safe": False, "depends_on": depends}
+        records.append(record)
         if progress and i % 10 == 0:
             progress(f"flashinfer API census: {i}/{len(entries)} functions")
     records += [{"function": name, "safe": None, "error": why} for name, why in sorted(unread.items())]
@@ -105,20 +111,24 @@ def api_census(targets: Sequence[Target], *, deployment: DeploymentSpec = DEFAUL
 def api_markdown(data: dict[str, Any], command: str = "") -> str:
     rows = data["functions"]
     safe = sum(1 for r in rows if r.get("safe"))
+    depends = sum(1 for r in rows if r.get("depends_on"))
     out = [f"# FlashInfer public API under torch.compile: {data['target']}", ""]
     if command:
         out += ["Made with:", "", f"    {command}", ""]
     out += [f"Deployment: {data['deployment']}. Each exported function walked as the compiled entry "
             "(fullgraph=True, no eager warm-up first), called with its required arguments only (the others at "
             "their defaults); the first break is the one Dynamo meets first, in trace order.", "",
-            f"{safe} of {len(rows)} exported functions are safe; {len(rows) - safe} break or could not be walked.",
+            f"{safe} of {len(rows)} exported functions are safe; {len(rows) - safe - depends} break or could not be "
+            f"walked; {depends} call a value their caller passes, so whether they break depends on that argument.",
             "", "\"Safe\" covers the scanned code: a call into a package outside the targets is not followed and "
             "counts as a break only where a rule names it (tvm-ffi, cuda-python, pynvml, ctypes, and the CuTe DSL's "
             "`cutlass.cute.compile` from nvidia-cutlass-dsl, DC072, and the cuDNN frontend's handle and version "
             "calls, DC063). A function whose only break would be in another "
             "unscanned call reads safe (docs/census.md). A function whose breaks all wait on tests the deployment "
             "does not decide is not safe when every way those tests can go breaks (its fatal count, of "
-            "unconditional sites, is then 0).",
+            "unconditional sites, is then 0). One with no break found that calls a required argument, or a "
+            "value read from it (`fi_trace(func_or_method)`), or a method of the `self` a module-level function "
+            "takes, is not called safe: it depends on that argument (static/argument_calls.py).",
             "", "| function | safe | fatal | first break | fix first |", "|---|---|---|---|---|"]
     for r in rows:
         first, fix = r.get("first_break"), r.get("fix")
@@ -126,7 +136,10 @@ def api_markdown(data: dict[str, Any], command: str = "") -> str:
             if first else ("error: " + r["error"] if r.get("error") else "")
         if first and r.get("every_way"):
             where += ", " + whichever_way(r["every_way"])
+        if r.get("depends_on"):
+            call = r["depends_on"][0]
+            where = f"depends on `{call['argument']}`: `{call['call']}` ({call['file']}:{call['line']})"
         fix_text = f"{fix['kind']} at `{fix['at']}`" if fix else ""
-        safe_text = "yes" if r.get("safe") else "no"
+        safe_text = "yes" if r.get("safe") else "depends" if r.get("depends_on") else "no"
         out.append(f"| `{r['function']}` | {safe_text} | {r.get('fatal_sites', '')} | {where} | {fix_text} |")
     return "\n".join(out) + "\n"

@@ -13,6 +13,7 @@ from typing import Callable, NamedTuple
 
 from dynacheck import model as m
 from dynacheck.static import dynamo
+from dynacheck.static.argument_calls import argument_called
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.ir import names_in
 from dynacheck.static.summary import CallSite
@@ -82,6 +83,8 @@ class Walk:
     truncated: bool = False
     entry_defaults: bool = False  # entries were called with their required arguments only (Reacher.walk)
     wrapper_roots: dict = field(default_factory=dict)  # root key of a decorator's wrapper -> (module, name) of its entry
+    # (root key, call, parameter): an entry called with required arguments only calls what the caller passes
+    argument_calls: list = field(default_factory=list)
 
 
 class Reacher:
@@ -184,6 +187,9 @@ class Reacher:
                 if root is not None and action[4] != root[1]:  # through a wrapper: the entry's own root
                     action = action[:3] + root + action[5:]
                 self._link(node, action, result, queue)
+            elif kind == "argument":
+                if node.parent is None and result.entry_defaults:  # the entry's own argument, left unbound
+                    result.argument_calls.append((node.key, action[1], action[2]))
             else:
                 result.unresolved += 1
 
@@ -203,6 +209,7 @@ class Reacher:
             targets = self._callees(call, scope)
         if call.kind == "with":
             targets = [self._enter(t) for t in targets]
+        before = len(out)
         for target in targets:
             confidence = target.confidence
             if pruned:
@@ -245,6 +252,18 @@ class Reacher:
                     out.append(("unresolved",))
             elif kind == "unknown":
                 out.append(("unresolved",))
+        if not pruned and all(action[0] == "unresolved" for action in out[before:]):
+            self._argument(call, scope, out)
+
+    @staticmethod
+    def _argument(call: CallSite, scope: Scope, out: list) -> None:
+        """A call the walk neither follows nor names (its target unknown, or an opaque value such as
+        `getattr(p, "x")`'s): when what it calls is a required argument left unbound, or read from one, which
+        argument: an API entry's verdict then depends on what its caller passes (argument_calls.py)."""
+        fn = scope.function
+        param = argument_called(call, fn, fn.params[:fn.arity[1]])
+        if param is not None and all(name != param for name, _ in scope.bound):  # bound: its default, known
+            out.append(("argument", call, param))
 
     def _property_reads(self, scope: Scope) -> tuple:
         """`self.x` reads of the function that run a property's getter on this receiver, as calls

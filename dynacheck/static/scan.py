@@ -24,11 +24,13 @@ from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
 from dynacheck.sources.locate import ModuleLocator
 from dynacheck.sources.resolve import default_cache_dir, resolve_target
+from dynacheck.static.argument_calls import problem_text
 from dynacheck.static.cache import SummaryCache
 from dynacheck.static.dynamo import Boundaries
 from dynacheck.static.findings import FindingBuilder, walk_signature
 from dynacheck.static.first_break import first_break
 from dynacheck.static.index import Index
+from dynacheck.static.ir import render
 from dynacheck.static.partial_values import answers_alike
 from dynacheck.static.prefetch import Prefetch
 from dynacheck.static.presets import preset_entries
@@ -199,7 +201,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     )
     result = ScanResult(
         targets=tuple(targets), entries=tuple(all_entries), findings=tuple(findings),
-        problems=tuple(_display_problems(problems + _unreadable_folders(locator) + _body_errors(index), locator)),
+        problems=tuple(_display_problems(problems + _unreadable_folders(locator) + _body_errors(index)
+                                         + _argument_calls(walk, index), locator)),
         stats=stats,
         tool_version=__version__, torch_version=catalog.torch_version,
         deployment=facts.to_dict() | ({"fullgraph": why_fullgraph} if why_fullgraph else {})
@@ -463,6 +466,17 @@ def _does_not_start(facts, evaluator, locator: ModuleLocator) -> str:
     module = model_class_module(locator, facts.framework.get("models_package", ""), name)
     found = model_unbuildable(evaluator, module, name) if module else None
     return found.reason(name, locator.display_path(found.file)) if found is not None else ""
+
+
+def _argument_calls(walk, index) -> list[Problem]:
+    """One problem per call of an entry's own required argument (an entry called with its required
+    arguments only, reach.Walk.argument_calls): its verdict depends on what the caller passes."""
+    out = []
+    for key, call, param in walk.argument_calls:
+        summary = index.module(key.module)
+        out.append(Problem("argument_call", summary.path if summary is not None else "",
+                           problem_text(call.line, render(call.func), f"{key.module}.{key.qualname}", param)))
+    return out
 
 
 def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:
