@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 from dynacheck.census.matrix import CensusDeployment
 from dynacheck.census.models import ModelEntry, registered_models
 from dynacheck.deploy.build import DeploymentSpec, load_framework, unstartable
+from dynacheck.deploy.piecewise_off import piecewise_turned_off
 from dynacheck.deploy.runner import missing_runner
 from dynacheck.errors import UserError
 from dynacheck.fixes.plan import fix_plan
@@ -392,9 +393,15 @@ def _sglang_root(targets: Sequence[Target]) -> Path:
     raise UserError("The census needs an SGLang target.", "Add --target sglang==0.5.9 (or the version you run).")
 
 
-def _not_applicable(model: ModelEntry, deployment: CensusDeployment) -> str | None:
+def _not_applicable(model: ModelEntry, deployment: CensusDeployment, roots: Sequence[Path] = ()) -> str | None:
+    """Why the cell is not walked, read from the sources: nothing is compiled for the model, the release turns
+    piecewise CUDA graphs off for it on this launch (deploy/piecewise_off.py), or the checkpoint's
+    quantization is not applied to it."""
     if model.not_compiled:
         return model.not_compiled
+    turned_off = piecewise_turned_off(roots, model.name, deployment.server_args) if roots else ""
+    if turned_off:
+        return turned_off
     if deployment.quantization and not model.takes_quant_config:
         return (f"{model.name}.__init__ (and its SGLang bases) take no quant_config: a "
                 f"{deployment.quantization} checkpoint is not applied to this model")
@@ -441,6 +448,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     refused = {d.name: why for d in deployments
                if (why := "; and ".join(filter(None, (unstartable([Path(t.root) for t in targets], d.server_args,
                                                                    cache), no_runner))))}
+    roots = [Path(t.root) for t in targets]
     census = Census([t.spec for t in targets],
                     [d.to_dict() | ({"refused": refused[d.name]} if d.name in refused else {}) for d in deployments])
     classes_listed = sum(1 for m in registered if m.name)  # a nameless entry is a file's error
@@ -452,7 +460,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
             continue
         for deployment in deployments:
-            if deployment.name not in refused and _not_applicable(model, deployment) is None \
+            if deployment.name not in refused and _not_applicable(model, deployment, roots) is None \
                     and deployment not in wanted.setdefault(model.entry, []):
                 wanted[model.entry].append(deployment)
     results: dict[tuple[str, str], dict[str, Any] | str] = {}
@@ -492,7 +500,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         if not model.name or (not model.entry and not model.not_compiled and len(refused) < len(deployments)):
             continue
         for deployment in deployments:
-            reason = refused.get(deployment.name) or _not_applicable(model, deployment)
+            reason = refused.get(deployment.name) or _not_applicable(model, deployment, roots)
             base = {"model": model.name, "module": model.module, "deployment": deployment.name}
             if reason:
                 census.not_applicable.append(base | {"reason": reason})

@@ -17,6 +17,7 @@ from typing import Any
 
 from dynacheck.deploy.config_copies import read_config_copies
 from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deployment
+from dynacheck.deploy.piecewise_off import FALSE_WHEN_COMPILED, false_when_compiled, piecewise_turned_off
 from dynacheck.deploy.runner import framework_file, missing_runner
 from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
@@ -122,6 +123,12 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
         deployment.runtime = dict(facts.get("runtime", {}))
         deployment.traced_batch = dict(facts.get("traced_batch", {}))
     arguments = " ".join(a for a in (given.get("server_args", ""), spec.server_args or "") if a)
+    architectures = deployment.model_config.get("architectures") or [""]
+    deployment.piecewise_off = piecewise_turned_off(
+        roots, deployment.architecture or (architectures[0] if isinstance(architectures, list) else ""), arguments)
+    if not deployment.piecewise_off:  # compiled: what would have turned it off is false in the forward
+        for name in false_when_compiled(roots, arguments):
+            deployment.accessors.setdefault(name, FALSE_WHEN_COMPILED)
     server_file = framework_file(roots, facts.get("server_args_file", ""))
     if server_file is not None:
         schema = read_schema(server_file, cache)

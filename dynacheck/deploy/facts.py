@@ -69,6 +69,8 @@ class Deployment:
     cold: bool = False
     refused: str = ""  # why the framework refuses to load this deployment at all (read from its sources)
     runner_missing: str = ""  # why the runner the framework facts describe is absent (its facts not applied)
+    # why the framework serves this model without piecewise CUDA graphs on this launch (deploy/piecewise_off.py)
+    piecewise_off: str = ""
     framework: dict[str, Any] = field(default_factory=dict)  # where the framework keeps these facts (presets/sglang.toml)
 
     @property
@@ -163,6 +165,8 @@ class Deployment:
             out["refused"] = self.refused
         if self.runner_missing:
             out["runner_missing"] = self.runner_missing
+        if self.piecewise_off:
+            out["piecewise_off"] = self.piecewise_off
         if self.derived:
             out["derived_server_args"] = dict(self.derived)
         return out

@@ -54,6 +54,8 @@ class CallEvaluation:
             accessor = self.dep.accessors.get(f"{value.module}.{value.name}")
             if accessor == "device_capability":  # the framework's wrapper of the GPU probe (utils/common.py)
                 return self._external_call("torch.cuda.get_device_capability", [], [], scope, depth)
+            if accessor == "false_when_compiled":  # true, the release would not compile (deploy/piecewise_off.py)
+                return known(False)
             obj = self._object(accessor or "")
             if obj is not None:
                 return known(obj)

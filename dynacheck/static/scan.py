@@ -139,6 +139,9 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if facts.runner_missing and not any(p.kind == "runner_missing" for p in problems):
         problems.append(Problem("runner_missing", "", f"{facts.runner_missing}: the batch that runner traces "
                                 "with and the globals it sets while compiling are not assumed"))
+    if single and facts.piecewise_off and not any(p.kind == "piecewise_off" for p in problems):  # a census: per cell
+        problems.append(Problem("piecewise_off", "", f"{facts.piecewise_off}: the findings are for a launch that "
+                                "adds it"))
     if single:  # a census says it per cell (census/run.py)
         try:
             stopped = _does_not_start(facts, evaluator, locator)
