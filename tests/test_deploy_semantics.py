@@ -554,3 +554,18 @@ def test_a_classmethod_s_cls_is_its_class(scan_cache, monkeypatch):
     with pytest.raises(torch._dynamo.exc.Unsupported) as caught:
         torch.compile(module.tuned, backend="eager", fullgraph=True)(torch.ones(2))
     assert [f.lineno for f in caught.value.real_stack if f.filename.endswith("classlock.py")][-1] == 14
+
+
+def test_a_layer_built_without_the_quant_config_is_unquantized(scan_cache):
+    """`Attention(8)` leaves `quant_config: Optional[QuantConfig] = None` at its default, and hands it on:
+    the linear inside is built unquantized, whatever the checkpoint. Before, the parameter was the
+    deployment's config class (the pin of an unbound annotated parameter), and GPT-OSS's attention
+    (sglang `models/gpt_oss.py:455-469`) reached the FP4 kernel's probe on nvfp4/sm120."""
+    def chains(entry: str) -> set[tuple[int, ...]]:
+        result = scan_roots([ROOT], [f"depfx.unquantized:{entry}.forward"], cache_dir=scan_cache,
+                            deployment=DeploymentSpec(framework=FACTS, gpu="sm100", platform="cuda",
+                                                      server_args="--quantization fp4"))
+        return {tuple(h.line for h in f.chain) for f in result.findings if f.site.callee == "subprocess.check_output"}
+
+    assert chains("AttentionOnly") == set()
+    assert chains("Layer") == {(51, 40, 31, 18)}  # through `self.mlp(y)` (line 51), given the config; not `self.attn(x)` (50)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dynacheck import model as m
 from dynacheck.deploy.facts import QUANT_FACT
+from dynacheck.static.cst_nodes import STARRED
 from dynacheck.static.ir import Expr, dotted
-from dynacheck.static.value_types import (AUTOGRAD_FUNCTION_BASES, MAX_HIERARCHY, NN_MODULE_BASES, UNKNOWN, Scope,
+from dynacheck.static.value_types import (AUTOGRAD_FUNCTION_BASES, MAX_HIERARCHY, NN_MODULE_BASES, NONE_VALUE, UNKNOWN, Scope,
                                           Value, dedupe, evolve, receiver_key)
 
 
@@ -139,21 +140,58 @@ class ClassModel:
         sub = self.calling_subclass(inst, owner)
         if sub is not None:
             passed = self._super_init_arguments(inst, sub, self._own_init(sub), init, depth)
+            call = next((c for c in self._own_init(sub).calls if _is_super_init(c.func)), None)
+            known_call = call is not None and not any(k == STARRED for k, _ in call.kwargs)
+            given = set(init.params[1:1 + call.positional]) | set(call.keywords) if call is not None else set()
         else:  # the allocation runs this `__init__` itself: `Qwen2Model(config, decoder_layer_type=JetLayer)`
             passed = self._allocation_arguments(inst, init, depth)
+            call = inst.expr
+            known_call = bool(call) and call[0] == "c" and len(call) >= 4 and isinstance(inst.scope, Scope) \
+                and not any(k == STARRED for k, _ in call[3])
+            given = set(init.params[1:1 + len(call[2])]) | {k for k, _ in call[3]} if known_call else set()
         bound = []
         for name in init.params[1:]:
             if name in passed:
                 values = passed[name]
             elif name in init.defaults:
+                if known_call and name not in given and init.defaults[name] == ("n", "None") \
+                        and self._quant_config_param(init, owner, name):
+                    bound.append((name, (NONE_VALUE,)))  # not passed: the default None (a layer built unquantized)
+                    continue
                 scope = self.module_scope(owner.module)
                 values = self.eval(init.defaults[name], scope, depth + 1) if scope is not None else []
             else:
+                continue
+            if name in passed and values and all(v.kind == "known" and v.items == (None,) for v in values) \
+                    and self._quant_config_param(init, owner, name):
+                bound.append((name, (NONE_VALUE,)))  # `quant_config=quant_config`, itself None above
                 continue
             values = [v for v in values if v.kind in ("cls", "func")]
             if values:
                 bound.append((name, tuple(values[:8])))
         return tuple(bound)
+
+    def built_unquantized(self, inst: Value) -> bool:
+        """Whether the allocation that made `inst` gives its nearest `__init__` None for a quant-config
+        parameter (constructor_bindings)."""
+        for cls in self.mro(inst):
+            init = self._own_init(cls) if cls.kind == "cls" else None
+            if init is not None:
+                return any(values == (NONE_VALUE,) for _, values in self.constructor_bindings(inst, cls, init))
+        return False
+
+    def _quant_config_param(self, init, owner: Value, name: str) -> bool:
+        """A parameter annotated with the framework's quantization config base (`quant_config:
+        Optional[QuantizationConfig] = None`), which the deployment otherwise pins to its config class: a
+        constructor given None for it builds its layers unquantized (GPT-OSS's attention, `gpt_oss.py:455-469`
+        in 0.5.10), so None is bound, not the pin."""
+        annotation = init.param_types.get(name)
+        if not self.quant_base or not annotation:
+            return False
+        scope = self.module_scope(owner.module)
+        parts = annotation[1] if annotation[0] == "q" else (annotation,)
+        return scope is not None and any(f"{v.module}:{v.name}" == self.quant_base for part in parts
+                                         for v in self.eval(part, scope, 1) if v.kind == "cls")
 
     def calling_subclass(self, inst: Value, owner: Value) -> Value | None:
         """The nearest class before `owner` in `inst`'s MRO that defines `__init__` (its

@@ -150,10 +150,16 @@ class Reacher:
                 result.wrapper_roots[root] = (entry.module, entry.name)
                 queue.append(root)
 
-    @staticmethod
-    def _key(func: Value, bound: tuple, mode: str) -> NodeKey:
+    def _key(self, func: Value, bound: tuple, mode: str) -> NodeKey:
+        """A function with its receiver class and bound parameters; a receiver built without the quant
+        config its class takes is its own node: its quant method differs from its quantized siblings'
+        (GPT-OSS's attention projections beside its MLP's, sglang `models/gpt_oss.py:455-469`)."""
         bound_key = tuple((name, tuple(v.key() for v in values)) for name, values in bound)
-        return NodeKey(func.module, func.name, func.self_cls.name if func.self_cls else "", bound_key, mode)
+        receiver = func.self_cls
+        name = receiver.name if receiver is not None else ""
+        if receiver is not None and receiver.expr is not None and self.ev.built_unquantized(receiver):
+            name += " (unquantized)"
+        return NodeKey(func.module, func.name, name, bound_key, mode)
 
     # A node's expansion (the hazards its calls hit and the functions they enter) depends on its
     # scope (function, receiver, bound parameters) and mode only, so it is worked out once for the

@@ -37,12 +37,11 @@ from dataclasses import dataclass
 from dynacheck.static.classes import _is_super_init
 from dynacheck.static.cst_nodes import STARRED
 from dynacheck.static.ir import UNKNOWN as UNKNOWN_EXPR, names_in
-from dynacheck.static.value_types import Scope, Value, allocation_label, evolve
+from dynacheck.static.value_types import NONE_VALUE, Scope, Value, allocation_label, evolve
 
 MAX_INSTANCES = 2000  # layers followed down from one model class
 LOADER_PARAM = "quant_config"  # the keyword SGLang's loader builds every model class with (model_loader/loader.py)
 NONE, UNKNOWN = "none", "unknown"
-NONE_VALUE = Value("known", name="[None]", items=(None,))  # a parameter bound to None
 # allocation label -> the instance whose constructor made it, for the walk down from one model class: a
 # layer built in a closure (`def layer_fn(idx)` inside `__init__`) has a scope that does not name it
 _BUILT_BY: ContextVar[dict] = ContextVar("built_by", default={})

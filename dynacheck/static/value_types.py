@@ -96,6 +96,7 @@ class Value:
 
 UNKNOWN = Value("unknown")
 CONST = Value("const")
+NONE_VALUE = Value("known", name="[None]", items=(None,))  # a parameter bound to None
 
 
 @dataclass(eq=False)
