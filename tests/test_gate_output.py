@@ -112,3 +112,18 @@ def test_terminal_lists_a_few_unchanged_and_counts_the_rest() -> None:
 def test_terminal_shows_what_changed() -> None:
     changed = Diff(before=("a",), after=("b",), changed=(Finding.from_dict({**finding("x.y").to_dict(), "note": "was warning, GB0291"}),))
     assert "note: was warning, GB0291" in render_terminal(changed)
+
+
+def test_a_note_without_a_file_names_none(capsys):
+    """A deployment's note (`piecewise_off`, `runner_missing`) has no file: the line says no `in :`."""
+    from types import SimpleNamespace
+
+    from dynacheck.gate.command import _say_problems
+    from dynacheck.model import Problem
+
+    _say_problems(SimpleNamespace(problems=(Problem("piecewise_off", "", "SGLang turns it off"),
+                                            Problem("syntax_error", "a.py", "bad"))))
+    _say_problems(SimpleNamespace(problems=(Problem("syntax_error", "a.py", "bad"),)))
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["dynacheck: note: piecewise_off: SGLang turns it off (and 1 more)",
+                   "dynacheck: note: syntax_error in a.py: bad"]

@@ -110,7 +110,8 @@ def _say_problems(result) -> None:
     if result.problems:
         first = result.problems[0]
         more = f" (and {len(result.problems) - 1} more)" if len(result.problems) > 1 else ""
-        click.echo(f"dynacheck: note: {first.kind} in {first.file}: {first.message}{more}", err=True)
+        where = f" in {first.file}" if first.file else ""  # a deployment's note names no file
+        click.echo(f"dynacheck: note: {first.kind}{where}: {first.message}{more}", err=True)
 
 
 def _split(specs: str, option: str) -> list[str]:
