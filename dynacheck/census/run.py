@@ -442,13 +442,12 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
     # a deployment whose launch flags this SGLang lacks never starts, and one without a piecewise runner
     # compiles nothing: every cell of it is n/a for that one reason, before any reason of a model's
     # (sglang 0.5.23 has neither --enable-piecewise-cuda-graph nor the runner)
-    no_runner = missing_runner([Path(t.root) for t in targets], load_framework("sglang"))
+    roots = [Path(t.root) for t in targets]
+    no_runner = missing_runner(roots, load_framework("sglang"))
     if no_runner:
         no_runner += ": no forward is compiled the way the census walks it"
     refused = {d.name: why for d in deployments
-               if (why := "; and ".join(filter(None, (unstartable([Path(t.root) for t in targets], d.server_args,
-                                                                   cache), no_runner))))}
-    roots = [Path(t.root) for t in targets]
+               if (why := "; and ".join(filter(None, (unstartable(roots, d.server_args, cache), no_runner))))}
     census = Census([t.spec for t in targets],
                     [d.to_dict() | ({"refused": refused[d.name]} if d.name in refused else {}) for d in deployments])
     classes_listed = sum(1 for m in registered if m.name)  # a nameless entry is a file's error

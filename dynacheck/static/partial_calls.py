@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dynacheck.deploy.facts import GPU_FACT, GPU_PROBES, UNKNOWN as FACT_UNKNOWN
+from dynacheck.deploy.piecewise_off import FALSE_WHEN_COMPILED
 from dynacheck.model import Condition
 from dynacheck.static.ir import Expr
 from dynacheck.static.value_types import Scope, Value, evolve, passes_ctx, receiver_key
@@ -54,7 +55,7 @@ class CallEvaluation:
             accessor = self.dep.accessors.get(f"{value.module}.{value.name}")
             if accessor == "device_capability":  # the framework's wrapper of the GPU probe (utils/common.py)
                 return self._external_call("torch.cuda.get_device_capability", [], [], scope, depth)
-            if accessor == "false_when_compiled":  # true, the release would not compile (deploy/piecewise_off.py)
+            if accessor == FALSE_WHEN_COMPILED:  # true, the release would not compile (deploy/piecewise_off.py)
                 return known(False)
             obj = self._object(accessor or "")
             if obj is not None:
