@@ -15,15 +15,18 @@ import time
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dynacheck.census.matrix import CensusDeployment
 from dynacheck.census.models import ModelEntry, registered_models
-from dynacheck.deploy.build import DeploymentSpec, load_framework, unstartable
-from dynacheck.deploy.piecewise_off import piecewise_turned_off
-from dynacheck.deploy.runner import missing_runner
+from dynacheck.deploy.build import DeploymentSpec, launch_of, load_framework, unstartable
+from dynacheck.deploy.facts import Deployment
+from dynacheck.deploy.piecewise_off import derived_turns_off, piecewise_turned_off
+from dynacheck.deploy.post_init import Launch
+from dynacheck.deploy.runner import framework_file, missing_runner
+from dynacheck.deploy.server_args import apply_arguments, read_schema
 from dynacheck.errors import UserError
 from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Finding, PlanEntry, ScanResult, Target
@@ -255,7 +258,6 @@ def _unbuildable(deployment: CensusDeployment, name: str, module: str) -> str:
     """Why model class `name` does not start on the deployment (a layer its constructors build cannot
     be built with the checkpoint's quant config: static/startup.py), or ''. A check that fails leaves the
     cell walked, as before the check existed (none failed on the 0.5.9 and 0.5.10 censuses)."""
-    from dataclasses import replace
 
     from dynacheck.static.startup import model_unbuildable
 
@@ -273,8 +275,6 @@ def _walk_cell(deployment: CensusDeployment, entry: str,
                architecture: str) -> tuple[dict[str, Any] | str, int, frozenset]:
     """One scan's record (or why it failed), the deployment facts its walk read, and the architecture
     tests recorded by then (partial.PartialEvaluator._architecture_test)."""
-    from dataclasses import replace
-
     from dynacheck.static.scan import scan_targets
 
     session = _WORKER["session"]
@@ -393,19 +393,43 @@ def _sglang_root(targets: Sequence[Target]) -> Path:
     raise UserError("The census needs an SGLang target.", "Add --target sglang==0.5.9 (or the version you run).")
 
 
-def _not_applicable(model: ModelEntry, deployment: CensusDeployment, roots: Sequence[Path] = ()) -> str | None:
+def _not_applicable(model: ModelEntry, deployment: CensusDeployment, roots: Sequence[Path] = (),
+                    launches: dict[str, Launch] | None = None) -> str | None:
     """Why the cell is not walked, read from the sources: nothing is compiled for the model, the release turns
-    piecewise CUDA graphs off for it on this launch (deploy/piecewise_off.py), or the checkpoint's
-    quantization is not applied to it."""
+    piecewise CUDA graphs off for it on this launch (deploy/piecewise_off.py: by its architecture, or by a
+    setting ServerArgs derives, `launches` holding each deployment's), or the checkpoint's quantization is not
+    applied to it."""
     if model.not_compiled:
         return model.not_compiled
     turned_off = piecewise_turned_off(roots, model.name, deployment.server_args) if roots else ""
+    launch = (launches or {}).get(deployment.name)
+    if not turned_off and launch is not None and model.name:
+        turned_off = derived_turns_off(roots, replace(launch, architecture=model.name))
     if turned_off:
         return turned_off
     if deployment.quantization and not model.takes_quant_config:
         return (f"{model.name}.__init__ (and its SGLang bases) take no quant_config: a "
                 f"{deployment.quantization} checkpoint is not applied to this model")
     return None
+
+
+def _launches(roots: Sequence[Path], deployments: Sequence[CensusDeployment], cache) -> dict[str, Launch]:
+    """Each deployment as deploy/post_init.py is told it (no architecture yet): its server args after its
+    flags, GPU, platform and environment, and a quantized checkpoint exactly when it names a quantization."""
+    server = framework_file(roots, load_framework("sglang").get("server_args_file", ""))
+    if server is None:
+        return {}
+    schema = read_schema(server, cache)
+    out = {}
+    for deployment in deployments:
+        try:
+            args, given = apply_arguments(schema, deployment.server_args)
+        except UserError:  # refused: its cells are n/a for that
+            continue
+        facts = Deployment(gpu=deployment.gpu, platform=deployment.platform, env=dict(deployment.env),
+                           env_complete=True, server_args=args, server_args_given=given)
+        out[deployment.name] = replace(launch_of(facts), quantized_checkpoint=bool(deployment.quantization))
+    return out
 
 
 def run_census(targets: Sequence[Target], deployments: Sequence[CensusDeployment], *,
@@ -450,6 +474,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                if (why := "; and ".join(filter(None, (unstartable(roots, d.server_args, cache), no_runner))))}
     census = Census([t.spec for t in targets],
                     [d.to_dict() | ({"refused": refused[d.name]} if d.name in refused else {}) for d in deployments])
+    launches = _launches(roots, deployments, cache)
     classes_listed = sum(1 for m in registered if m.name)  # a nameless entry is a file's error
     wanted: dict[str, list[CensusDeployment]] = {}
     for model in registered:
@@ -459,7 +484,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
                 census.errors.append({"model": model.name, "module": model.module, "reason": model.how})
             continue
         for deployment in deployments:
-            if deployment.name not in refused and _not_applicable(model, deployment, roots) is None \
+            if deployment.name not in refused and _not_applicable(model, deployment, roots, launches) is None \
                     and deployment not in wanted.setdefault(model.entry, []):
                 wanted[model.entry].append(deployment)
     results: dict[tuple[str, str], dict[str, Any] | str] = {}
@@ -499,7 +524,7 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
         if not model.name or (not model.entry and not model.not_compiled and len(refused) < len(deployments)):
             continue
         for deployment in deployments:
-            reason = refused.get(deployment.name) or _not_applicable(model, deployment, roots)
+            reason = refused.get(deployment.name) or _not_applicable(model, deployment, roots, launches)
             base = {"model": model.name, "module": model.module, "deployment": deployment.name}
             if reason:
                 census.not_applicable.append(base | {"reason": reason})

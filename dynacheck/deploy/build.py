@@ -17,7 +17,8 @@ from typing import Any
 
 from dynacheck.deploy.config_copies import read_config_copies
 from dynacheck.deploy.facts import GPU_CAPABILITY, PLATFORMS, QUANT_ARGS, Deployment
-from dynacheck.deploy.piecewise_off import FALSE_WHEN_COMPILED, false_when_compiled, piecewise_turned_off
+from dynacheck.deploy.piecewise_off import FALSE_WHEN_COMPILED, derived_turns_off, false_when_compiled, piecewise_turned_off
+from dynacheck.deploy.post_init import Launch
 from dynacheck.deploy.runner import framework_file, missing_runner
 from dynacheck.deploy.server_args import UnknownFlag, apply_arguments, read_schema
 from dynacheck.errors import UserError
@@ -162,7 +163,29 @@ def build_deployment(spec: DeploymentSpec, locator, cache=None) -> Deployment:
                                     if flag in deployment.server_args}
     deployment.quantization = str(deployment.server_args.get("quantization") or "") \
         or quantization_of(deployment.model_config)
+    if not deployment.piecewise_off and deployment.server_args:  # a rule on what ServerArgs derives at start-up
+        deployment.piecewise_off = derived_turns_off(roots, launch_of(deployment))
     return deployment
+
+
+def launch_of(deployment: Deployment) -> Launch:
+    """What deploy/post_init.py is told of a deployment: its server args, architecture, GPU, CUDA, environment,
+    and whether its checkpoint is quantized (from config.json when given; a quantized checkpoint when
+    --quantization names a method; unknown otherwise)."""
+    architectures = deployment.model_config.get("architectures") or [""]
+    architecture = deployment.architecture or (architectures[0] if isinstance(architectures, list) else "")
+    if deployment.model_config:
+        quantized = bool(quantization_of(deployment.model_config))
+    else:
+        quantized = True if deployment.server_args.get("quantization") else None
+    try:
+        cuda = tuple(int(part) for part in deployment.cuda_version.split(".")[:2])
+    except ValueError:
+        cuda = None
+    gpu = GPU_CAPABILITY.get(deployment.gpu)
+    return Launch(str(architecture or ""), dict(deployment.server_args), deployment.platform,
+                  gpu[0] if gpu else None, cuda if cuda and len(cuda) == 2 else None, dict(deployment.env),
+                  quantized, env_complete=deployment.env_complete)
 
 
 def pin_quantization(deployment: Deployment, evaluator, locator) -> None:

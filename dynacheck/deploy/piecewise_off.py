@@ -11,6 +11,12 @@ graph breaks. Conditions that hang on the checkpoint (`is_deepseek_nsa(hf_text_c
 a vision sub-config) or on launch flags a deployment does not pass (speculative decoding, DP attention, ...)
 are not decided here.
 
+Rules that hang on a setting `ServerArgs.__post_init__` derives are read too (`derived_turns_off`): 0.5.10's
+`_handle_moe_kernel_config` turns piecewise CUDA graphs off for the `flashinfer_trtllm` and `flashinfer_mxfp4` MoE
+runners (`server_args.py:2719-2731`), which `_handle_model_specific_adjustments` picks on sm100 for DeepSeek V3,
+Qwen3 MoE, GLM-4 MoE and Llama 4 with some checkpoint formats (`:1641-1650`, `:1959-1971`, `:2008-2022`,
+`:1859-1861`); deploy/post_init.py decides them.
+
 Read with `ast`, never imported; a release without `_handle_piecewise_cuda_graph` (0.5.9: opt-in through
 `--enable-piecewise-cuda-graph`) turns nothing off.
 """
@@ -20,15 +26,17 @@ from __future__ import annotations
 import ast
 import functools
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
+from dynacheck.deploy import post_init, post_init_plan
 from dynacheck.deploy.runner import framework_file
 from dynacheck.sources.text import read_source
 
 SERVER_ARGS = "sglang/srt/server_args.py"
 MODEL_CONFIG = "sglang/srt/configs/model_config.py"
+COMMON = "sglang/srt/utils/common.py"  # is_sm100_supported and its kin
 HANDLER = "_handle_piecewise_cuda_graph"
 ENFORCE_FLAG = "--enforce-piecewise-cuda-graph"
 MULTIMODAL_FLAG = "--enable-multimodal"
@@ -199,3 +207,94 @@ def _string_list(statements, name: str) -> dict[str, int]:
             return {e.value: e.lineno for e in node.value.elts
                     if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return {}
+
+
+@dataclass(frozen=True)
+class DerivedRule:
+    """`if <test>: self.disable_piecewise_cuda_graph = True` in a ServerArgs method `__post_init__` calls,
+    with what to interpret to decide it."""
+
+    line: int
+    steps: post_init_plan.Plan
+
+
+_DECIDED: dict[tuple, str] = {}  # (server_args.py version, rule, the launch's deciding values) -> why
+
+
+def derived_turns_off(roots: Iterable[Path], launch: post_init.Launch) -> str:
+    """Why this release serves the launch without piecewise CUDA graphs by a rule that reads settings
+    `__post_init__` derives (the MoE runner it picks, ...), or "" when no such rule is decided true on every
+    way through the code (deploy/post_init.py). Each rule is first decided without the architecture: a census
+    asks for 178 model classes on each deployment, and most deployments decide it for all of them."""
+    roots = list(roots)
+    server, common = framework_file(roots, SERVER_ARGS), framework_file(roots, COMMON)
+    if server is None:
+        return ""
+    stamp = _stamp(server)
+    klass, methods, rules = _derived_rules(str(server), stamp)
+    if not rules:
+        return ""
+    helpers = _gpu_helpers(str(common), _stamp(common)) if common is not None else {}
+    for rule in rules:
+        values = tuple(sorted((name, repr(launch.args.get(name, post_init.TOP))) for name in rule.steps.fields))
+        base = (str(server), stamp, rule.line, values, launch.platform, launch.gpu_major, launch.cuda_version,
+                tuple(sorted(launch.env.items())), launch.quantized_checkpoint)
+        for architecture in ("", launch.architecture):
+            key = base + (architecture and rule.steps.architecture_key(architecture),)
+            if key not in _DECIDED:
+                _DECIDED[key] = _decide(klass, methods, rule, replace(launch, architecture=architecture,
+                                                                      gpu_helpers=helpers))
+            if _DECIDED[key] != "?":
+                break
+        if _DECIDED[key] not in ("", "?"):
+            return _DECIDED[key]
+    return ""
+
+
+def _decide(klass: ast.ClassDef, methods: dict, rule: DerivedRule, launch: post_init.Launch) -> str:
+    """Why the rule turns piecewise off ("" when it is false on every way through, "?" when undecided)."""
+    interpreter = post_init.Interpreter(klass, launch, methods)
+    try:
+        state = post_init.state_before(interpreter, rule.steps)
+        truth = interpreter.truth(rule.steps.statement.test, state)
+    except (post_init.Undecided, RecursionError):
+        return "?"
+    if truth is not True:
+        return "" if truth is False else "?"
+    read = sorted(post_init.fields_read(rule.steps.statement.test))
+    derived = [f"`{name} = {state.fields[name]!r}` (set at {SERVER_ARGS}:"
+               f"{', '.join(str(n) for n in sorted(state.lines[name]))})"
+               for name in read if state.lines.get(name) and state.fields.get(name) is not post_init.TOP]
+    because = f", because ServerArgs derives {' and '.join(derived)}" if derived else ""
+    return (f"SGLang turns piecewise CUDA graphs off on this launch: `ServerArgs.{rule.steps.method}` tests "
+            f"`{ast.unparse(rule.steps.statement.test)}` ({SERVER_ARGS}:{rule.line}), true here{because}")
+
+
+@functools.lru_cache(maxsize=8)
+def _derived_rules(server: str, stamp: tuple) -> tuple[ast.ClassDef | None, dict, list[DerivedRule]]:
+    """ServerArgs, its methods, and the piecewise-off rules of the methods `__post_init__` calls after
+    `_handle_piecewise_cuda_graph` (whose model lists `piecewise_turned_off` reads) that read a field."""
+    try:
+        if "disable_piecewise_cuda_graph = True" not in read_source(server):
+            return None, {}, []
+    except OSError:
+        return None, {}, []
+    tree = _parsed(server)
+    klass = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None) \
+        if tree is not None else None
+    if klass is None:
+        return None, {}, []
+    order = post_init_plan.post_init_order(klass)
+    methods = {n.name: n for n in klass.body if isinstance(n, ast.FunctionDef)}
+    rules = []
+    for name in order[order.index(HANDLER) + 1:] if HANDLER in order else []:
+        for node in ast.walk(methods.get(name) or ast.Module(body=[], type_ignores=[])):
+            if isinstance(node, ast.If) and _turns_off(node) and post_init.fields_read(node.test):
+                rules.append(DerivedRule(node.lineno, post_init_plan.plan(klass, order, name, node)))
+    return klass, methods, rules
+
+
+@functools.lru_cache(maxsize=8)
+def _gpu_helpers(common: str, stamp: tuple) -> dict:
+    tree = _parsed(common)
+    return post_init_plan.gpu_helpers(tree) if tree is not None else {}
