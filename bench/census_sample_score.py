@@ -32,7 +32,7 @@ def main() -> int:
     stale = [c for c in labels["cells"] if record(census, c["model"], c["deployment"]) != c["census_now"]]
     counts = Counter(c["verdict_now"] for c in labels["cells"])
     print(f"{len(labels['cells'])} cells: " + ", ".join(f"{n} {v}" for v, n in counts.most_common()))
-    print(f"before this stop's changes: " + ", ".join(f"{n} {v}" for v, n in
+    print(f"when drawn (stop 42, before its changes): " + ", ".join(f"{n} {v}" for v, n in
                                                      Counter(c["verdict_then"] for c in labels["cells"]).most_common()))
     for cell in stale:
         print(f"to read again (its record changed): {cell['index']} {cell['model']} {cell['deployment']}")

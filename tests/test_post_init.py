@@ -250,4 +250,7 @@ def test_the_real_release():
     assert off(new, "DeepseekV3ForCausalLM", "sm90", "fp8") == ""
     assert off(new, "LlamaForCausalLM", "sm100", "fp8") == ""
     assert off(new, "GptOssForCausalLM", "sm100", "mxfp4") == ""
-    assert off(old, "DeepseekV3ForCausalLM", "sm100", "fp8") == ""
+    # 0.5.9 has no such rule: the census reads no schema for it and decides nothing
+    assert _launches([old], [CensusDeployment("d", "--quantization fp8", "sm100", quantization="fp8")], None) == {}
+    sm100 = _launches([new], [CensusDeployment("d", "--quantization fp8", "sm100", quantization="fp8")], None)["d"]
+    assert derived_turns_off([old], dataclasses.replace(sm100, architecture="DeepseekV3ForCausalLM")) == ""

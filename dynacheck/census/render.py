@@ -141,7 +141,8 @@ _LEGEND = ("Each cell: unconditional fatal sites on that deployment, then the GB
            "branch). `n/a`: nothing is compiled there: the model takes no such checkpoint, the piecewise runner "
            "compiles nothing for the class (a draft-only class, no `.model` or no `.layers`: each reason says what "
            "this release's runner does), the release turns piecewise CUDA graphs off for the model on that launch "
-           "(sglang 0.5.10+: a listed architecture or a multimodal model, unless --enforce-piecewise-cuda-graph), "
+           "(sglang 0.5.10+: a listed architecture, a multimodal model, or a MoE runner ServerArgs picks for it "
+           "that turns them off, unless --enforce-piecewise-cuda-graph), "
            "the deployment does not start, or the model does not start on it (a layer "
            "its constructors build cannot be built with the checkpoint's quant config); reasons at the end. "
            "Details per cell below and in the JSON.")

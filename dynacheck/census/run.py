@@ -23,7 +23,7 @@ from dynacheck.census.matrix import CensusDeployment
 from dynacheck.census.models import ModelEntry, registered_models
 from dynacheck.deploy.build import DeploymentSpec, launch_of, load_framework, unstartable
 from dynacheck.deploy.facts import Deployment
-from dynacheck.deploy.piecewise_off import derived_turns_off, piecewise_turned_off
+from dynacheck.deploy.piecewise_off import derived_turns_off, has_derived_rules, piecewise_turned_off
 from dynacheck.deploy.post_init import Launch
 from dynacheck.deploy.runner import framework_file, missing_runner
 from dynacheck.deploy.server_args import apply_arguments, read_schema
@@ -417,7 +417,7 @@ def _launches(roots: Sequence[Path], deployments: Sequence[CensusDeployment], ca
     """Each deployment as deploy/post_init.py is told it (no architecture yet): its server args after its
     flags, GPU, platform and environment, and a quantized checkpoint exactly when it names a quantization."""
     server = framework_file(roots, load_framework("sglang").get("server_args_file", ""))
-    if server is None:
+    if server is None or not has_derived_rules(server):  # 0.5.9: nothing to decide, no schema to apply
         return {}
     schema = read_schema(server, cache)
     out = {}

@@ -251,6 +251,11 @@ def derived_turns_off(roots: Iterable[Path], launch: post_init.Launch) -> str:
     return ""
 
 
+def has_derived_rules(server: Path) -> bool:
+    """Whether this server_args.py has a piecewise rule on a derived setting (a text search first)."""
+    return bool(_derived_rules(str(server), _stamp(server))[2])
+
+
 def _decide(klass: ast.ClassDef, methods: dict, rule: DerivedRule, launch: post_init.Launch) -> str:
     """Why the rule turns piecewise off ("" when it is false on every way through, "?" when undecided)."""
     interpreter = post_init.Interpreter(klass, launch, methods)
