@@ -310,6 +310,9 @@ class Diff(_Record):
     changed: tuple[Finding, ...] = ()  # same fingerprint, different outcome/severity (the new one)
     unchanged: tuple[Finding, ...] = ()
     suppressed: tuple[Finding, ...] = ()
+    # what a reader must know about one side before reading the rows: "after: SGLang turns piecewise CUDA
+    # graphs off for this model on this launch ..." (the findings are then those of an enforced launch)
+    notes: tuple[str, ...] = ()
 
     _nested_lists = {
         "added": Finding,

@@ -127,3 +127,25 @@ def test_a_note_without_a_file_names_none(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["dynacheck: note: piecewise_off: SGLang turns it off (and 1 more)",
                    "dynacheck: note: syntax_error in a.py: bad"]
+
+
+def test_a_diff_carries_what_changes_the_meaning_of_a_side():
+    """`dynacheck diff` from 0.5.9 to 0.5.10 on GLM-5: 0.5.10 does not compile the model by default, so its rows
+    are those of an enforced launch; every output says so before the rows (gate/command.side_notes)."""
+    from types import SimpleNamespace
+
+    from dynacheck.gate.command import side_notes
+    from dynacheck.model import Problem
+    from dynacheck.report import render
+
+    after = SimpleNamespace(problems=(Problem("piecewise_off", "", "SGLang turns piecewise CUDA graphs off for X"),
+                                      Problem("syntax_error", "a.py", "bad")))
+    notes = side_notes(SimpleNamespace(problems=()), after)
+    assert notes == ("after: SGLang turns piecewise CUDA graphs off for X",)
+    noted = Diff(before=("v1",), after=("v2",), added=(finding("subprocess.run"),), notes=notes)
+    assert "> **Note** after: SGLang turns piecewise CUDA graphs off for X" in render_markdown(noted)
+    assert "  note: after: SGLang turns piecewise CUDA graphs off for X" in render_terminal(noted)
+    assert "> **Note** after: SGLang turns piecewise CUDA graphs off for X" in render(noted, "markdown")
+    assert "<strong>Note</strong> after: SGLang turns piecewise CUDA graphs off for X" in render(noted, "html")
+    assert Diff.from_dict(noted.to_dict()).notes == notes
+    assert "Note" not in render_markdown(Diff(before=("a",), after=("b",), added=(finding("subprocess.run"),)))

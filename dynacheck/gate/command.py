@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from dynacheck.model import deployment_given
 
 import shlex
@@ -94,7 +96,7 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     _say_problems(first)
     _say_problems(second)
     comparison = compare_scans(first, second)
-    result = comparison.diff
+    result = dataclasses.replace(comparison.diff, notes=side_notes(first, second))
     if fmt == "terminal" and not out:
         click.echo(render_terminal(result, title="dynacheck diff", show_unchanged=False), nl=False)
     else:
@@ -103,6 +105,16 @@ def diff(before, after, entries, preset, fmt, out, fail_on, offline) -> int:
     if fail_on is None:
         return 0
     return judge(comparison, fail_on, second).exit_code
+
+
+NOTED_PROBLEMS = ("piecewise_off",)  # problems that change what a side's findings mean
+
+
+def side_notes(before, after) -> tuple[str, ...]:
+    """`before: ...` / `after: ...` for each problem of a side that changes what its findings mean (the
+    release serves the model without piecewise CUDA graphs: nothing of it is compiled by default)."""
+    return tuple(f"{side}: {problem.message}" for side, scan in (("before", before), ("after", after))
+                 for problem in scan.problems if problem.kind in NOTED_PROBLEMS)
 
 
 def _say_problems(result) -> None:

@@ -22,6 +22,7 @@ def render_terminal(diff: Diff, *, title: str = "dynacheck", show_unchanged: boo
     lines = [f"{title}: {summary(diff)}"]
     lines.append(f"  before: {', '.join(diff.before) or '-'}")
     lines.append(f"  after:  {', '.join(diff.after) or '-'}")
+    lines += [f"  note: {note}" for note in getattr(diff, "notes", ())]
     sections = [
         ("ADDED", diff.added),
         ("CHANGED", diff.changed),
@@ -50,6 +51,7 @@ def render_markdown(diff: Diff, *, title: str = "dynacheck") -> str:
     lines.append(f"**Before:** {_codes(diff.before)}  ")
     lines.append(f"**After:** {_codes(diff.after)}")
     lines.append("")
+    lines += [f"> **Note** {note}" for note in getattr(diff, "notes", ())] + ([""] if getattr(diff, "notes", ()) else [])
     rows = [("added", f) for f in diff.added] + [("changed", f) for f in diff.changed]
     rows += [("removed", f) for f in diff.removed] + [("suppressed", f) for f in diff.suppressed]
     if not rows:

@@ -268,7 +268,7 @@ def _processes(review: Review) -> list[dict[str, Any]]:
 
 def _diff(diff: Diff) -> dict[str, Any]:
     return {
-        "before": diff.before, "after": diff.after,
+        "before": diff.before, "after": diff.after, "notes": diff.notes,
         "hops": lambda f: [f"{view.hop_location(h)} {h.function}" for h in f.chain],
         "groups": [(name, view.sorted_findings(getattr(diff, name)))
                    for name in ("added", "changed", "removed", "suppressed")],

@@ -79,6 +79,7 @@ def _diff(diff: Diff) -> str:
            f"`{_code(', '.join(diff.before))}` → `{_code(', '.join(diff.after))}`", "",
            f"**{len(diff.added)} added, {len(diff.removed)} removed, {len(diff.changed)} changed**, "
            f"{len(diff.unchanged)} unchanged, {len(diff.suppressed)} suppressed", ""]
+    out += [f"> **Note** {_text(note)}" for note in diff.notes] + ([""] if diff.notes else [])
     # one row per hazard site and change: the other chains to the same site are counted, not repeated
     rows = [("🆕 added", g) for g in view.group_by_site(diff.added)]
     rows += [("✏️ changed", g) for g in view.group_by_site(diff.changed)]

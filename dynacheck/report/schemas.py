@@ -157,8 +157,12 @@ DEFS: dict[str, dict[str, Any]] = {
     "Diff": _record("Findings of two dependency sets compared by fingerprint.", {
         "before": STRS, "after": STRS, "added": _list("Finding"), "removed": _list("Finding"),
         "changed": _list("Finding"), "unchanged": _list("Finding"), "suppressed": _list("Finding"),
+        "notes": {**STRS, "description": "What one side's findings mean, e.g. 'after: SGLang turns piecewise CUDA "
+                  "graphs off for ...' (the release does not compile the model on that launch). Optional: "
+                  "older diffs have none."},
     }),
 }
+DEFS["Diff"]["required"].remove("notes")
 
 ROOTS = {"scan": "ScanResult", "review": "Review", "diff": "Diff"}
 TITLES = {
