@@ -55,7 +55,9 @@ else:
 seconds = time.perf_counter() - started
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"seconds": seconds, "rss_mb": own / 1024, "rss_total_mb": (own + jobs * kids) / 1024} | size))
+cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+          for f in ("ru_utime", "ru_stime"))
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rss_mb": own / 1024, "rss_total_mb": (own + jobs * kids) / 1024} | size))
 """
 
 
