@@ -29,7 +29,7 @@ def test_header_summary_and_stats():
     assert ("3 findings at 3 sites: 3 graph break; 3 fatal under fullgraph; "
             "1 confirmed, 2 predicted only, 1 seen only; 1 suppressed") in text
     assert "parsed 412 of 8190 files in the trees (0 from cache), 2961 functions visited, 3.42 s" in text
-    assert "syntax_error: sglang/srt/old_py2.py: invalid syntax at line 3" in text
+    assert "syntax_error in sglang/srt/old_py2.py: invalid syntax at line 3" in text
 
 
 def test_flagship_site_chain_and_fixes():
@@ -103,3 +103,22 @@ def test_diff_console():
     assert "1 added, 1 removed, 1 changed, 0 unchanged, 1 suppressed" in text
     assert "added    DC020 sglang/srt/layers/quantization/modelopt_quant.py:11" in text
     assert "removed  DC021" in text
+
+
+def test_a_deployment_note_comes_first_in_every_view_and_a_read_problem_names_its_file():
+    """A scan of a model the release does not compile on its launch (piecewise_off) says so before the findings,
+    in the terminal, markdown and HTML; problems met while reading the trees stay in their list, and one
+    without a file is not printed with an empty `file:`."""
+    from dynacheck.model import Problem
+    from dynacheck.report import render
+
+    note = Problem("piecewise_off", "", "SGLang turns piecewise CUDA graphs off on this launch: X")
+    scan = replace(samples.flagship_scan(), problems=(Problem("syntax_error", "pkg/old.py", "invalid syntax"), note))
+    text = _text(scan)
+    assert text.index("SGLang turns piecewise CUDA graphs off on this launch: X") < text.index("1 problem(s)")
+    assert "  syntax_error in pkg/old.py: invalid syntax" in text and "piecewise_off:" not in text
+    markdown = render(scan, "markdown")
+    assert "> **Not compiled** SGLang turns piecewise CUDA graphs off on this launch: X" in markdown
+    html = render(scan, "html")
+    assert "<strong>Not compiled</strong> SGLang turns piecewise CUDA graphs off on this launch: X" in html
+    assert "1 problem while reading the trees" in html and "</span> : " not in html

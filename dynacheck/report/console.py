@@ -297,21 +297,22 @@ def _event(console: Console, event: Event, note: str, verbose: bool) -> None:
 
 
 def _does_not_start(console: Console, scan: ScanResult) -> None:
-    """Before anything else: the deployment's model class cannot be built on it (static/startup.py)."""
-    for problem in scan.problems:
-        if problem.kind == "does_not_start":
-            console.print(Text(problem.message, style="bold red"))
+    """Before anything else: the deployment's model class cannot be built on it (static/startup.py), or the
+    release does not compile it on this launch (deploy/piecewise_off.py)."""
+    for problem in view.deployment_notes(scan):
+        console.print(Text(problem.message, style="bold red" if problem.kind == "does_not_start" else "bold yellow"))
 
 
 def _problems_and_stats(console: Console, scan: ScanResult, verbose: bool) -> None:
-    if scan.problems:
+    problems = view.read_problems(scan)  # the deployment's notes are said first (_does_not_start)
+    if problems:
         console.print()
-        console.print(f"[bold]{len(scan.problems)} problem(s)[/] (skipped, not fatal):")
+        console.print(f"[bold]{len(problems)} problem(s)[/] (skipped, not fatal):")
         limit = None if verbose else 10
-        for problem in scan.problems[:limit]:
-            console.print(Text(f"  {problem.kind}: {problem.file}: {problem.message}", style="yellow"))
-        if limit and len(scan.problems) > limit:
-            console.print(Text(f"  … {len(scan.problems) - limit} more (--verbose)", style="dim"))
+        for problem in problems[:limit]:
+            console.print(Text(f"  {view.problem_text(problem)}", style="yellow"))
+        if limit and len(problems) > limit:
+            console.print(Text(f"  … {len(problems) - limit} more (--verbose)", style="dim"))
     s = scan.stats
     console.print()
     console.print(Text(f"parsed {s.files_parsed} of {s.files_in_trees} files in the trees "

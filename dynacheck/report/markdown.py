@@ -33,6 +33,9 @@ def _review(review: Review) -> str:
         out.append("")
     out.append(f"**{_text(view.summary_line(view.summarize(review)))}**")
     out.append("")
+    notes = view.deployment_notes(scan)
+    out += [f"> **{'Does not start' if p.kind == 'does_not_start' else 'Not compiled'}** {_text(p.message)}"
+            for p in notes] + ([""] if notes else [])
     findings = scan.findings if scan else ()
     holding = [f for f in findings if view.holds(f, scan)]
     groups = [g for g in view.group_by_site(holding) if g.lead.status != "suppressed"]

@@ -271,6 +271,26 @@ def matched_events(review: Review, finding: Finding) -> list[Event]:
     return [events[i] for i in match.events if 0 <= i < len(events)]
 
 
+# problems that say what the findings mean for the deployment, shown before them in every view: the model
+# does not start on it, or the release does not compile it on that launch (the findings are an enforced one's)
+DEPLOYMENT_NOTES = ("does_not_start", "piecewise_off")
+
+
+def deployment_notes(scan) -> list:
+    """The scan's problems of a DEPLOYMENT_NOTES kind, in order."""
+    return [p for p in scan.problems if p.kind in DEPLOYMENT_NOTES] if scan is not None else []
+
+
+def read_problems(scan) -> list:
+    """The rest: what was skipped while reading the trees (not fatal)."""
+    return [p for p in scan.problems if p.kind not in DEPLOYMENT_NOTES] if scan is not None else []
+
+
+def problem_text(problem) -> str:
+    """`kind in file: message`, or `kind: message` for a problem of no file (a deployment's note)."""
+    return f"{problem.kind} in {problem.file}: {problem.message}" if problem.file else f"{problem.kind}: {problem.message}"
+
+
 def summary_line(summary: Summary) -> str:
     """'3 findings at 2 sites: 2 graph break, 1 frame skipped; 3 fatal under fullgraph; 1 confirmed, ...'."""
     if summary.trace_only:
