@@ -124,10 +124,10 @@ CASES = [  # (architecture, gpu major, quantization, flags, environment) -> whet
 ]
 
 
-def _release(root: Path) -> Path:
+def _release(root: Path, server_args: str = SERVER_ARGS) -> Path:
     srt = root / "sglang" / "srt"
     (srt / "utils").mkdir(parents=True)
-    (srt / "server_args.py").write_text(SERVER_ARGS)
+    (srt / "server_args.py").write_text(server_args)
     (srt / "utils" / "common.py").write_text(COMMON)
     return root
 
@@ -157,6 +157,27 @@ def test_verdicts_kept_for_one_architecture_are_not_given_to_a_name_containing_i
     assert derived_turns_off([root], _launch(root, "BigMoeForCausalLMNextN", 10, "fp8", "--quantization fp8", {})) == ""
     assert derived_turns_off([root], _launch(root, "Llama9ForCausalLM", 12, "fp8", "--quantization fp8", {}))
     assert derived_turns_off([root], _launch(root, "Llama9VisionForCausalLM", 12, "fp8", "--quantization fp8", {}))
+
+
+def test_a_method_called_inside_a_test_or_an_assignment_leaves_what_it_sets_unknown(tmp_path):
+    """`_handle_unrelated` (run before the rule: it assigns `moe_a2a_backend`) calls `self._pick_runner()` inside
+    an `if` test, and that method may set the runner: the runner is unknown after it, and nothing is claimed."""
+    side_effect = SERVER_ARGS.replace('''            self.moe_a2a_backend = self.moe_a2a_backend
+''', '''            self.moe_a2a_backend = self.moe_a2a_backend
+        if get_bool_env_var("X") and self._pick_runner():
+            pass
+
+    def _pick_runner(self):
+        self.moe_runner_backend = "triton"
+        return True
+''', 1)
+    assert side_effect != SERVER_ARGS
+    root = _release(tmp_path, side_effect)
+    launch = _launch(root, "BigMoeForCausalLM", 10, "fp8", "--quantization fp8", {})
+    assert _state(root, launch).fields["moe_runner_backend"] is post_init.TOP
+    assert derived_turns_off([root], launch) == ""
+    plain = _release(tmp_path / "plain")  # without the call it is decided
+    assert derived_turns_off([plain], _launch(plain, "BigMoeForCausalLM", 10, "fp8", "--quantization fp8", {}))
 
 
 def test_a_test_it_cannot_decide_claims_nothing(tmp_path):

@@ -146,6 +146,7 @@ class Interpreter:
 
     def _statement(self, stmt: ast.stmt, state: _State, stop_at) -> _State:
         if isinstance(stmt, ast.If):
+            self._calls(stmt.test, state)
             truth = self.truth(stmt.test, state)
             if truth is True:
                 return self._block(stmt.body, state, stop_at)
@@ -164,6 +165,7 @@ class Interpreter:
             state.returned = True
             return state
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            self._calls(stmt.value, state)
             value = self.value(stmt.value, state)
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 self._assign(target, value, stmt.lineno, state)
@@ -185,9 +187,9 @@ class Interpreter:
         self._calls(stmt, state)
         return state
 
-    def _calls(self, stmt: ast.stmt, state: _State) -> None:
-        """A `self.method()` call inside a statement: what that method assigns is unknown after it."""
-        for node in ast.walk(stmt):
+    def _calls(self, node: ast.AST, state: _State) -> None:
+        """A `self.method()` call inside a statement or expression: what that method assigns is unknown after it."""
+        for node in ast.walk(node):
             if isinstance(node, ast.Call) and _self_attr(node.func) in self.methods:
                 for inner in ast.walk(self.methods[_self_attr(node.func)]):
                     if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
