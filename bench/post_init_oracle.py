@@ -5,8 +5,9 @@ imports `sglang.srt.server_args` from the cached wheel's tree, builds a `ServerA
 `__post_init__` (every field at its default, then the launch's flags), stubs what a CPU machine cannot
 answer (the GPU helpers `is_sm100_supported()` and its kin, `get_device()`, the model config: a config whose
 `architectures` is the model class and which carries a `quantization_config` exactly when the deployment names
-a quantization), and runs the same `__post_init__` steps deploy/post_init.py interprets, in order, up to the
-method holding the rule: `disable_piecewise_cuda_graph` at its end is the truth. Each launch is compared with
+a quantization; its model-list flags, which `piecewise_turned_off` reads, are off), and runs the `__post_init__`
+steps deploy/post_init.py interprets for every rule, in order: `disable_piecewise_cuda_graph` at the end is the
+truth. Each launch is compared with
 `deploy.piecewise_off.derived_turns_off` on the same tree (which never imports it).
 
     python bench/post_init_oracle.py --python PY [--version 0.5.10] [--deployments FILE] [--write bench/RESULTS.md]
@@ -35,7 +36,7 @@ from scan_bench import publish
 from dynacheck.census.matrix import default_deployments, load_deployments
 from dynacheck.census.models import registered_models
 from dynacheck.census.run import _launches
-from dynacheck.deploy import piecewise_off
+from dynacheck.deploy import piecewise_off, post_init_plan
 from dynacheck.sources.cache import default_cache_dir, wheels_dir
 from dynacheck.sources.resolve import resolve_target
 
@@ -68,7 +69,10 @@ for case in cases:
     hf = types.SimpleNamespace(architectures=[case["architecture"]])
     if case["quantization"]:
         hf.quantization_config = {"quant_method": case["quantization"]}
-    config = types.SimpleNamespace(hf_config=hf, hf_text_config=hf, quantization=case["quantization"] or None)
+    # the model-list rules are piecewise_turned_off's (read and tested on their own): off here
+    config = types.SimpleNamespace(hf_config=hf, hf_text_config=hf, quantization=case["quantization"] or None,
+                                   is_piecewise_cuda_graph_disabled_model=False, is_multimodal=False,
+                                   attention_arch=None)  # not MLA: dynacheck leaves use_mla_backend() unknown
     args.get_model_config = lambda: config
     try:
         for step in case["steps"]:
@@ -96,6 +100,9 @@ def main() -> int:
     if not rules:
         raise SystemExit(f"sglang {args.version} has no piecewise rule on a derived setting: nothing to compare")
     launches = _launches([root], deployments, None)
+    order = post_init_plan.post_init_order(klass)  # every rule's steps, run once, in __post_init__'s order
+    wanted = {name for rule in rules for name in (*rule.steps.before, rule.steps.method)}
+    steps = [name for name in order if name in wanted]
     models = sorted({m.name for m in registered_models(root) if m.name})
     cases, ours = [], []
     for deployment in deployments:
@@ -104,12 +111,10 @@ def main() -> int:
             continue
         for model in models:
             mine = piecewise_off.derived_turns_off([root], replace(launch, architecture=model))
-            for rule in rules:
-                steps = [*rule.steps.before, rule.steps.method]
-                cases.append({"architecture": model, "gpu_major": launch.gpu_major, "steps": steps,
-                              "quantization": deployment.quantization,
-                              "args": {k: v for k, v in launch.args.items() if _plain(v)}})
-                ours.append((deployment.name, model, bool(mine)))
+            cases.append({"architecture": model, "gpu_major": launch.gpu_major, "steps": steps,
+                          "quantization": deployment.quantization,
+                          "args": {k: v for k, v in launch.args.items() if _plain(v)}})
+            ours.append((deployment.name, model, bool(mine)))
     wheel = next(wheels_dir(default_cache_dir()).glob(f"sglang-{args.version}-*.whl"), None)
     if wheel is None:
         raise SystemExit(f"no cached sglang {args.version} wheel: pip download --no-deps sglang=={args.version} -d "
@@ -141,7 +146,7 @@ def main() -> int:
     lines = [f"## ServerArgs' derived piecewise rules against SGLang's own code: sglang {args.version}", "",
              f"Command: `{COMMAND.format(version=args.version, deployments=f' --deployments {args.deployments}' if args.deployments else '')}` "
              f"(PY imports `sglang.srt.server_args` from the cached wheel's tree and runs "
-             f"{', '.join(f'`{s}`' for s in [*rules[0].steps.before, rules[0].steps.method])} on a stubbed launch; "
+             f"{', '.join(f'`{s}`' for s in steps)} on a stubbed launch, the model lists' rules off; "
              f"{len(models)} registered model classes x {len(launches)} deployments)", "",
              "| launches | count |", "| --- | ---: |"]
     lines += [f"| {k} | {v} |" for k, v in table.items()]

@@ -47,6 +47,8 @@ class ServerArgs:
     enforce_piecewise_cuda_graph: bool = False
     disable_piecewise_cuda_graph: bool = False
     hicache: bool = False
+    speculative_algorithm: str = None
+    pp_size: int = 1
 
     @staticmethod
     def add_cli_args(parser):
@@ -54,6 +56,12 @@ class ServerArgs:
         parser.add_argument("--moe-runner-backend", type=str, default=ServerArgs.moe_runner_backend)
         parser.add_argument("--moe-a2a-backend", type=str, default=ServerArgs.moe_a2a_backend)
         parser.add_argument("--enforce-piecewise-cuda-graph", action="store_true")
+        parser.add_argument("--speculative-algorithm", type=str, default=None)
+        parser.add_argument("--pipeline-parallel-size", "--pp-size", type=int, default=1)
+
+    @classmethod
+    def from_cli_args(cls, args):
+        args.pp_size = args.pipeline_parallel_size
 
     def __post_init__(self):
         self._handle_missing_default_values()
@@ -69,6 +77,12 @@ class ServerArgs:
     def _handle_piecewise_cuda_graph(self):
         if self.enforce_piecewise_cuda_graph:
             return
+        if self.get_model_config().is_piecewise_cuda_graph_disabled_model:
+            self.disable_piecewise_cuda_graph = True
+        if self.speculative_algorithm is not None:
+            self.disable_piecewise_cuda_graph = True
+        if self.pp_size > 1:
+            self.disable_piecewise_cuda_graph = True
 
     def _handle_model_specific_adjustments(self):
         if parse_connector_type(self.model_path) == ConnectorType.INSTANCE:
@@ -121,6 +135,11 @@ CASES = [  # (architecture, gpu major, quantization, flags, environment) -> whet
     ("Llama9ForCausalLM", 9, "fp8", "--quantization fp8", {}, False),
     ("OddMoeForCausalLM", 10, "", "", {"ODD_TRTLLM": "1"}, True),
     ("DenseForCausalLM", 10, "fp8", "--quantization fp8", {}, False),
+    # the handler's own launch-flag tests, read at its end (the model lists are piecewise_turned_off's)
+    ("DenseForCausalLM", 9, "", "--speculative-algorithm EAGLE", {}, True),
+    ("DenseForCausalLM", 9, "", "--pp-size 2", {}, True),  # argparse's dest, copied by from_cli_args
+    ("DenseForCausalLM", 9, "", "--pp-size 1", {}, False),
+    ("DenseForCausalLM", 9, "", "--speculative-algorithm EAGLE --enforce-piecewise-cuda-graph", {}, False),
 ]
 
 
@@ -143,7 +162,11 @@ def test_the_derived_rule_is_decided_as_the_code_runs(tmp_path, architecture, ma
     why = derived_turns_off([_release(tmp_path)], _launch(tmp_path, architecture, major, quantization, flags, env))
     assert bool(why) == off
     assert _executed(architecture, major, quantization, flags, env) == off  # the fixture, run as Python
-    if off:
+    if off and architecture == "DenseForCausalLM":
+        assert why.startswith("SGLang turns piecewise CUDA graphs off on this launch: "
+                              "`ServerArgs._handle_piecewise_cuda_graph` (sglang/srt/server_args.py:")
+        assert "`self.speculative_algorithm is not None`" in why or "`self.pp_size > 1`" in why
+    elif off:
         assert why.startswith("SGLang turns piecewise CUDA graphs off on this launch: "
                               "`ServerArgs._handle_moe_kernel_config` tests")
         assert "because ServerArgs derives `moe_runner_backend = 'flashinfer_trtllm'` (set at sglang/srt/server_args.py:" in why
@@ -220,7 +243,8 @@ def _state(root: Path, launch: post_init.Launch):
     helpers = piecewise_off._gpu_helpers(str(root / "sglang/srt/utils/common.py"),
                                          piecewise_off._stamp(root / "sglang/srt/utils/common.py"))
     interpreter = post_init.Interpreter(klass, dataclasses.replace(launch, gpu_helpers=helpers), methods)
-    return post_init.state_before(interpreter, rules[0].steps)
+    moe = next(r for r in rules if r.steps.method == "_handle_moe_kernel_config")
+    return post_init.state_before(interpreter, moe.steps)
 
 
 def _executed(architecture: str, major: int, quantization: str, flags: str, env: dict) -> bool:
@@ -239,8 +263,13 @@ def _executed(architecture: str, major: int, quantization: str, flags: str, env:
     server_args = namespace["ServerArgs"]
     hf = types.SimpleNamespace(architectures=[architecture], odd_field=False,
                                quantization_config={"quant_method": quantization} if quantization else None)
-    server_args.get_model_config = lambda self: types.SimpleNamespace(hf_config=hf)
+    server_args.get_model_config = lambda self: types.SimpleNamespace(hf_config=hf,
+                                                                      is_piecewise_cuda_graph_disabled_model=False)
     values = {"quantization": quantization or None}
+    if "--speculative-algorithm" in tokens:
+        values["speculative_algorithm"] = tokens[tokens.index("--speculative-algorithm") + 1]
+    if "--pp-size" in tokens:
+        values["pp_size"] = int(tokens[tokens.index("--pp-size") + 1])
     if "--moe-runner-backend" in tokens:
         values["moe_runner_backend"] = tokens[tokens.index("--moe-runner-backend") + 1]
     values["enforce_piecewise_cuda_graph"] = "--enforce-piecewise-cuda-graph" in tokens

@@ -222,3 +222,17 @@ def test_the_annotated_dataclass_layout_gives_its_flags(tmp_path):
     assert "--internal" not in schema.flags and schema.defaults["internal"] == 3
     values, _ = apply_arguments(schema, "--quant fp8 --tensor-parallel-size 4 --enable-x")
     assert (values["quantization"], values["tp_size"], values["enable_x"]) == ("fp8", 4, True)
+
+
+def test_a_flag_whose_dest_from_cli_args_renames_sets_that_field(tmp_path):
+    """`--tp-size 8`'s argparse dest is `tensor_parallel_size`; `ServerArgs.from_cli_args` copies it to `tp_size`
+    (sglang 0.5.9 `server_args.py:5070-5075`), so the launch's `tp_size` is 8, not the field's default."""
+    renamed = DATACLASS.replace("parser.add_argument('--tp-size', '--tp', type=int, default=1)",
+                                "parser.add_argument('--tensor-parallel-size', '--tp-size', type=int, default=1)") + (
+        "\n    @classmethod\n    def from_cli_args(cls, args):\n"
+        "        args.tp_size = args.tensor_parallel_size\n        return cls()\n")
+    schema = read_schema(_tree(tmp_path, renamed, namespaces=False))
+    assert schema.renames == {"tensor_parallel_size": "tp_size"}
+    values, _ = apply_arguments(schema, "--tp-size 8")
+    assert values["tp_size"] == 8
+    assert apply_arguments(schema, "")[0]["tp_size"] == 1

@@ -216,6 +216,9 @@ class DerivedRule:
 
     line: int
     steps: post_init_plan.Plan
+    # the handler itself, read at its end: each of its `if <launch flag>: disable = True` (speculative decoding,
+    # DP attention, LoRA, ...); its model lists are piecewise_turned_off's, with their own lines
+    handler: ast.FunctionDef | None = None
 
 
 _DECIDED: dict[tuple, str] = {}  # (server_args.py version, rule, the launch's deciding values) -> why
@@ -266,6 +269,8 @@ def _decide(klass: ast.ClassDef, methods: dict, rule: DerivedRule, launch: post_
         return "?"
     if truth is not True:
         return "" if truth is False else "?"
+    if rule.handler is not None:
+        return _handler_reason(rule, interpreter, state)
     read = sorted(post_init.fields_read(rule.steps.statement.test))
     derived = [f"`{name} = {state.fields[name]!r}` (set at {SERVER_ARGS}:"
                f"{', '.join(str(n) for n in sorted(state.lines[name]))})"
@@ -273,6 +278,19 @@ def _decide(klass: ast.ClassDef, methods: dict, rule: DerivedRule, launch: post_
     because = f", because ServerArgs derives {' and '.join(derived)}" if derived else ""
     return (f"SGLang turns piecewise CUDA graphs off on this launch: `ServerArgs.{rule.steps.method}` tests "
             f"`{ast.unparse(rule.steps.statement.test)}` ({SERVER_ARGS}:{rule.line}), true here{because}")
+
+
+def _handler_reason(rule: DerivedRule, interpreter: post_init.Interpreter, state) -> str:
+    """Which of the handler's tests are true on this launch (they read launch flags the handler does not set)."""
+    tests = [node for node in rule.handler.body if isinstance(node, ast.If) and _turns_off(node)
+             and interpreter.truth(node.test, state) is True]
+    where = f"`ServerArgs.{HANDLER}` ({SERVER_ARGS}:{rule.line})"
+    if not tests:  # nothing in the handler: it was off before it ran (--disable-piecewise-cuda-graph)
+        return (f"SGLang serves this launch without piecewise CUDA graphs: `disable_piecewise_cuda_graph` is set "
+                f"before {where} runs (the launch passes --disable-piecewise-cuda-graph, or a step before it sets it)")
+    said = " and ".join(f"`{ast.unparse(t.test)}` ({SERVER_ARGS}:{t.lineno})" for t in tests)
+    return (f"SGLang turns piecewise CUDA graphs off on this launch: {where} tests {said}, true here; "
+            f"nothing is compiled unless the launch adds {ENFORCE_FLAG}")
 
 
 @functools.lru_cache(maxsize=8)
@@ -292,6 +310,10 @@ def _derived_rules(server: str, stamp: tuple) -> tuple[ast.ClassDef | None, dict
     order = post_init_plan.post_init_order(klass)
     methods = {n.name: n for n in klass.body if isinstance(n, ast.FunctionDef)}
     rules = []
+    if HANDLER in order and HANDLER in methods:  # the handler's flag tests, read at its end
+        outcome = ast.parse("if self.disable_piecewise_cuda_graph:\n    self.disable_piecewise_cuda_graph = True").body[0]
+        rules.append(DerivedRule(methods[HANDLER].lineno, post_init_plan.plan(klass, order, HANDLER, outcome,
+                                                                              at_end=True), methods[HANDLER]))
     for name in order[order.index(HANDLER) + 1:] if HANDLER in order else []:
         for node in ast.walk(methods.get(name) or ast.Module(body=[], type_ignores=[])):
             if isinstance(node, ast.If) and _turns_off(node) and post_init.fields_read(node.test):

@@ -46,7 +46,7 @@ class _HFConfig:  # `self.get_model_config().hf_config`
 
 MODEL_CONFIG, HF_CONFIG = _Config(), _HFConfig()
 PLATFORM_HELPERS = {"is_cuda": "cuda", "is_hip": "rocm", "is_npu": "npu", "is_xpu": "xpu", "is_hpu": "hpu",
-                    "is_cpu": "cpu", "is_musa": "musa"}
+                    "is_cpu": "cpu", "is_musa": "musa", "is_mps": "mps"}
 DEVICES = {"cuda": "cuda", "rocm": "cuda", "xpu": "xpu", "npu": "npu", "hpu": "hpu", "cpu": "cpu"}  # get_device()
 
 
@@ -332,6 +332,11 @@ def _compare(op: ast.cmpop, left: Any, right: Any) -> Any:
         if left is TOP or right is TOP or not _plain(left) or not _plain(right):
             return TOP
         return (left == right) == isinstance(op, ast.Eq)
+    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right))
+        if not numbers:
+            return TOP
+        return {ast.Lt: left < right, ast.LtE: left <= right, ast.Gt: left > right, ast.GtE: left >= right}[type(op)]
     if isinstance(op, (ast.In, ast.NotIn)):
         if left is TOP or right is TOP:
             return TOP
@@ -385,6 +390,8 @@ def state_before(interpreter: Interpreter, steps: "Plan") -> _State:
     state = interpreter.start(steps.fields)
     for name in steps.before:
         state = interpreter.run_method(name, state)
+    if steps.at_end:
+        return interpreter.run_method(steps.method, state)
     try:
         interpreter.run_method(steps.method, state, stop_at=steps.statement)
     except _Reached as reached:

@@ -21,6 +21,7 @@ class Plan:
     statement: ast.stmt
     fields: frozenset  # the fields that decide it
     words: frozenset  # the strings of those methods: the architecture is only compared with them
+    at_end: bool = False  # the statement is read after its method has run to the end (a method's outcome)
 
     def architecture_key(self, architecture: str) -> frozenset:
         """Architectures with the same key are decided alike: the interpreter sees one only through `==`,
@@ -28,14 +29,14 @@ class Plan:
         return frozenset((word, word == architecture) for word in self.words if word and word in architecture)
 
 
-def plan(klass: ast.ClassDef, order: Sequence[str], method: str, stmt: ast.stmt) -> Plan:
+def plan(klass: ast.ClassDef, order: Sequence[str], method: str, stmt: ast.stmt, at_end: bool = False) -> Plan:
     methods = {n.name: n for n in klass.body if isinstance(n, ast.FunctionDef)}
     upto = list(order[: order.index(method) + 1])
     wanted = _relevant_fields(methods, stmt, upto)
     before = tuple(name for name in upto[:-1] if name in methods and fields_assigned(methods[name]) & wanted)
     words = frozenset(node.value for name in before + (method,) for node in ast.walk(methods[name])
                       if isinstance(node, ast.Constant) and isinstance(node.value, str))
-    return Plan(before, method, stmt, frozenset(wanted), words)
+    return Plan(before, method, stmt, frozenset(wanted), words, at_end)
 
 
 def _relevant_fields(methods: dict[str, ast.FunctionDef], stmt: ast.stmt, order: Sequence[str]) -> set[str]:
@@ -54,6 +55,8 @@ def _relevant_fields(methods: dict[str, ast.FunctionDef], stmt: ast.stmt, order:
 
 
 def _tests_around_assignments(method: ast.FunctionDef, wanted: set[str]) -> list[ast.expr]:
+    """The tests that decide whether a wanted field is assigned, or whether the method returns
+    before what follows: `if self.enforce_piecewise_cuda_graph: return` decides everything after it."""
     tests: list[ast.expr] = []
 
     def visit(body: Sequence[ast.stmt], around: list[ast.expr]) -> None:
@@ -61,7 +64,7 @@ def _tests_around_assignments(method: ast.FunctionDef, wanted: set[str]) -> list
             if isinstance(stmt, ast.If):
                 visit(stmt.body, around + [stmt.test])
                 visit(stmt.orelse, around + [stmt.test])
-            elif any(_self_attr(t) in wanted for t in _targets(stmt)):
+            elif isinstance(stmt, ast.Return) or any(_self_attr(t) in wanted for t in _targets(stmt)):
                 tests.extend(around)
             else:
                 for child in ("body", "orelse", "finalbody"):

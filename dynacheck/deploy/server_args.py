@@ -30,8 +30,10 @@ class ServerArgsSchema:
     elsewhere: str = ""
     segments: set[str] = field(default_factory=set)  # namespace path parts (`exec`, `graph`): read through
     resolvable: set[str] = field(default_factory=set)  # set by a start-up hook unless given: no default
+    # argparse dest -> the field `ServerArgs.from_cli_args` copies it to (`args.tp_size = args.tensor_parallel_size`)
+    renames: dict[str, str] = field(default_factory=dict)
 
-_STORED = ("defaults", "fields", "flags", "elsewhere", "segments", "resolvable")
+_STORED = ("defaults", "fields", "flags", "elsewhere", "segments", "resolvable", "renames")
 # a schema stored by another version of these readers is read again
 _OWN_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(__file__).with_name(
     "server_args_namespaces.py").read_bytes()).hexdigest()[:16]
@@ -82,11 +84,12 @@ def _stored_schema(path: Path, cache) -> ServerArgsSchema:
     stored = cache.load_blob(name)
     if isinstance(stored, dict) and set(stored) == set(_STORED):
         return ServerArgsSchema(dict(stored["defaults"]), set(stored["fields"]), dict(stored["flags"]),
-                                str(stored["elsewhere"]), set(stored["segments"]), set(stored["resolvable"]))
+                                str(stored["elsewhere"]), set(stored["segments"]), set(stored["resolvable"]),
+                                dict(stored["renames"]))
     schema = _read_schema(path)
     cache.store_blob(name, {"defaults": schema.defaults, "fields": sorted(schema.fields), "flags": schema.flags,
                             "elsewhere": schema.elsewhere, "segments": sorted(schema.segments),
-                            "resolvable": sorted(schema.resolvable)})
+                            "resolvable": sorted(schema.resolvable), "renames": schema.renames})
     return schema
 
 
@@ -106,6 +109,7 @@ def _read_schema(path: Path) -> ServerArgsSchema:
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == "ServerArgs":
             read_annotated_flags(node, schema, zero_arg_actions)
+            schema.renames = _cli_renames(node)
             for stmt in node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     name = stmt.target.id
@@ -126,6 +130,23 @@ def _read_schema(path: Path) -> ServerArgsSchema:
     # `--kt-method` defaults to "AMXINT4" there and to None in the dataclass (bench/server_args_oracle.py)
     schema.defaults.update({d: v for d, v in parser_defaults.items() if d in schema.fields})
     return schema
+
+
+def _cli_renames(klass: ast.ClassDef) -> dict[str, str]:
+    """`args.tp_size = args.tensor_parallel_size` in `from_cli_args` (0.5.9 `server_args.py:5070-5075`): the
+    field a launch flag whose argparse dest is not a field's name sets (`--tp-size` -> `tp_size`)."""
+    method = next((n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == "from_cli_args"), None)
+    if method is None or len(method.args.args) < 2:
+        return {}
+    args = method.args.args[1].arg
+    out = {}
+    for stmt in method.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+            if all(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == args
+                   for n in (target, value)):
+                out[value.attr] = target.attr
+    return out
 
 
 def _zero_arg_actions(tree: ast.Module) -> dict[str, str]:
@@ -227,6 +248,9 @@ def apply_arguments(schema: ServerArgsSchema, text: str) -> tuple[dict[str, Any]
             raw = tokens[i + 1]
             i += 2
         values[dest] = _convert(raw, kind, schema.defaults.get(dest))
+    for dest, name in schema.renames.items():  # what from_cli_args copies: `--tp-size 8` is tp_size = 8
+        if dest in values and name in schema.fields:
+            values[name] = values[dest]
     return values, tuple(tokens)
 
 
