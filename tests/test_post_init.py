@@ -304,3 +304,25 @@ def test_the_real_release():
     assert _launches([old], [CensusDeployment("d", "--quantization fp8", "sm100", quantization="fp8")], None) == {}
     sm100 = _launches([new], [CensusDeployment("d", "--quantization fp8", "sm100", quantization="fp8")], None)["d"]
     assert derived_turns_off([old], dataclasses.replace(sm100, architecture="DeepseekV3ForCausalLM")) == ""
+
+
+def test_a_scan_names_the_flag_its_findings_assume(tmp_path):
+    """A single scan of a launch the derived rule turns off says its findings are an enforced launch's, naming the
+    flag (the rule's own text does not end with it, as the model lists' reasons do)."""
+    from dynacheck.deploy.build import DeploymentSpec
+    from dynacheck.static.scan import scan_roots
+
+    root = _release(tmp_path)
+    (root / "sglang" / "__init__.py").touch()
+    (root / "sglang" / "srt" / "__init__.py").touch()
+    (root / "sglang" / "srt" / "models").mkdir()
+    (root / "sglang" / "srt" / "models" / "__init__.py").touch()
+    (root / "sglang" / "srt" / "models" / "big.py").write_text("class BigModel:\n    def forward(self, x):\n        return x\n")
+    (tmp_path / "config.json").write_text('{"architectures": ["BigMoeForCausalLM"]}')
+    spec = DeploymentSpec(server_args="--quantization fp8", gpu="sm100", platform="cuda", model_config=tmp_path / "config.json")
+    problems = scan_roots([root], ["sglang.srt.models.big:BigModel.forward"], cache_dir=tmp_path / "cache",
+                          deployment=spec).problems
+    off = [p.message for p in problems if p.kind == "piecewise_off"]
+    assert len(off) == 1 and "`ServerArgs._handle_moe_kernel_config` tests" in off[0]
+    assert off[0].endswith("the findings are for a launch that adds --enforce-piecewise-cuda-graph")
+

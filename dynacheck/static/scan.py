@@ -20,6 +20,7 @@ from dynacheck.fixes.declared import use_disk_cache
 from dynacheck.static import engine_store, result_cache
 from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
 from dynacheck.deploy.facts import ARCH_FACT
+from dynacheck.deploy.piecewise_off import ENFORCE_FLAG
 from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
 from dynacheck.sources.locate import ModuleLocator
@@ -140,8 +141,10 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
         problems.append(Problem("runner_missing", "", f"{facts.runner_missing}: the batch that runner traces "
                                 "with and the globals it sets while compiling are not assumed"))
     if single and facts.piecewise_off and not any(p.kind == "piecewise_off" for p in problems):  # a census: per cell
+        # the model-list reasons end by naming the flag; a rule on a derived setting or a launch flag need not
+        what = "it" if ENFORCE_FLAG in facts.piecewise_off else ENFORCE_FLAG
         problems.append(Problem("piecewise_off", "", f"{facts.piecewise_off}: the findings are for a launch that "
-                                "adds it"))
+                                f"adds {what}"))
     if single:  # a census says it per cell (census/run.py)
         try:
             stopped = _does_not_start(facts, evaluator, locator)
