@@ -141,7 +141,7 @@ def _rules(server: str, server_stamp: tuple, config: str, config_stamp: tuple) -
             return PiecewiseRules()
     except OSError:
         return PiecewiseRules()
-    server_tree, config_tree = _parsed(server), _parsed(config)
+    server_tree, config_tree = _parsed(server, server_stamp), _parsed(config, config_stamp)
     handler = _function(server_tree, HANDLER) if server_tree is not None else None
     if handler is None or config_tree is None:
         return PiecewiseRules()
@@ -182,7 +182,9 @@ def _config_predicates(tree: ast.Module, init: ast.FunctionDef) -> dict[str, int
     return {}
 
 
-def _parsed(path: str) -> ast.Module | None:
+@functools.lru_cache(maxsize=8)
+def _parsed(path: str, stamp: tuple) -> ast.Module | None:
+    """Once per file version: the model-list rules and the derived rules both read server_args.py."""
     try:
         return ast.parse(read_source(path))
     except (OSError, SyntaxError, ValueError, RecursionError):
@@ -302,7 +304,7 @@ def _derived_rules(server: str, stamp: tuple) -> tuple[ast.ClassDef | None, dict
             return None, {}, []
     except OSError:
         return None, {}, []
-    tree = _parsed(server)
+    tree = _parsed(server, stamp)
     klass = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None) \
         if tree is not None else None
     if klass is None:
@@ -323,5 +325,5 @@ def _derived_rules(server: str, stamp: tuple) -> tuple[ast.ClassDef | None, dict
 
 @functools.lru_cache(maxsize=8)
 def _gpu_helpers(common: str, stamp: tuple) -> dict:
-    tree = _parsed(common)
+    tree = _parsed(common, stamp)
     return post_init_plan.gpu_helpers(tree) if tree is not None else {}

@@ -158,10 +158,7 @@ class Interpreter:
             left = self._block(stmt.body, _copy(state), None)
             right = self._block(stmt.orelse, state, None)
             return _merge(left, right)
-        if isinstance(stmt, ast.Return):
-            state.returned = True
-            return state
-        if isinstance(stmt, ast.Raise):  # this way through does not start the server
+        if isinstance(stmt, (ast.Return, ast.Raise)):  # a raise: this way through does not start the server
             state.returned = True
             return state
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
@@ -180,7 +177,7 @@ class Interpreter:
             raise Undecided(f"line {stop_at.lineno} sits in a {type(stmt).__name__.lower()} statement")
         for node in ast.walk(stmt):  # loops, try: whatever they may assign is unknown after them
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-                for target in _targets(node):
+                for target in assigned_targets(node):
                     self._assign(target, TOP, getattr(node, "lineno", 0), state)
             elif isinstance(node, ast.Return):
                 state.returned = TOP if state.returned is False else state.returned
@@ -190,15 +187,15 @@ class Interpreter:
     def _calls(self, node: ast.AST, state: _State) -> None:
         """A `self.method()` call inside a statement or expression: what that method assigns is unknown after it."""
         for node in ast.walk(node):
-            if isinstance(node, ast.Call) and _self_attr(node.func) in self.methods:
-                for inner in ast.walk(self.methods[_self_attr(node.func)]):
+            if isinstance(node, ast.Call) and self_field(node.func) in self.methods:
+                for inner in ast.walk(self.methods[self_field(node.func)]):
                     if isinstance(inner, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                        for target in _targets(inner):
-                            if _self_attr(target):
+                        for target in assigned_targets(inner):
+                            if self_field(target):
                                 self._assign(target, TOP, inner.lineno, state)
 
     def _assign(self, target: ast.expr, value: Any, line: int, state: _State) -> None:
-        name = _self_attr(target)
+        name = self_field(target)
         if name:
             state.fields[name] = value
             state.lines[name] = frozenset({line})
@@ -253,7 +250,7 @@ class Interpreter:
             truth = self.truth(expr.test, state)
             return TOP if truth is TOP else self.value(expr.body if truth else expr.orelse, state)
         if isinstance(expr, ast.Attribute):
-            name = _self_attr(expr)
+            name = self_field(expr)
             if name:
                 return state.fields.get(name, TOP)
             owner = self.value(expr.value, state)
@@ -275,7 +272,7 @@ class Interpreter:
         return TOP
 
     def _call(self, call: ast.Call, state: _State) -> Any:
-        if _self_attr(call.func) == "get_model_config" and not call.args:
+        if self_field(call.func) == "get_model_config" and not call.args:
             return MODEL_CONFIG
         name = call.func.id if isinstance(call.func, ast.Name) else ""
         launch = self.launch
@@ -296,7 +293,7 @@ class Interpreter:
             return DEVICES[launch.platform]
         if name == "get_quantization_config" and len(call.args) == 1:
             return None if launch.quantized_checkpoint is False else TOP
-        if name == "parse_connector_type" and len(call.args) == 1 and _self_attr(call.args[0]) == "model_path":
+        if name == "parse_connector_type" and len(call.args) == 1 and self_field(call.args[0]) == "model_path":
             return ""
         return TOP
 
@@ -354,14 +351,14 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _self_attr(expr: ast.expr) -> str:
+def self_field(expr: ast.expr) -> str:
     """`self.x` -> "x" (else "")."""
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
         return expr.attr
     return ""
 
 
-def _targets(node: ast.AST) -> list[ast.expr]:
+def assigned_targets(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.Assign):
         return list(node.targets)
     if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For)):
@@ -378,11 +375,11 @@ def _holds(stmt: ast.stmt, inner: ast.stmt) -> bool:
 
 
 def fields_read(expr: ast.expr) -> set[str]:
-    return {name for node in ast.walk(expr) if (name := _self_attr(node))}
+    return {name for node in ast.walk(expr) if (name := self_field(node))}
 
 
 def fields_assigned(method: ast.FunctionDef) -> set[str]:
-    return {name for node in ast.walk(method) for target in _targets(node) if (name := _self_attr(target))}
+    return {name for node in ast.walk(method) for target in assigned_targets(node) if (name := self_field(target))}
 
 
 def state_before(interpreter: Interpreter, steps: "Plan") -> _State:

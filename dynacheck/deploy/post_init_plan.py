@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass
 from typing import Sequence
 
-from dynacheck.deploy.post_init import _self_attr, _targets, fields_assigned, fields_read
+from dynacheck.deploy.post_init import assigned_targets, fields_assigned, fields_read, self_field
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def _tests_around_assignments(method: ast.FunctionDef, wanted: set[str]) -> list
             if isinstance(stmt, ast.If):
                 visit(stmt.body, around + [stmt.test])
                 visit(stmt.orelse, around + [stmt.test])
-            elif isinstance(stmt, ast.Return) or any(_self_attr(t) in wanted for t in _targets(stmt)):
+            elif isinstance(stmt, ast.Return) or any(self_field(t) in wanted for t in assigned_targets(stmt)):
                 tests.extend(around)
             else:
                 for child in ("body", "orelse", "finalbody"):
@@ -78,8 +78,8 @@ def post_init_order(klass: ast.ClassDef) -> list[str]:
     init = next((n for n in klass.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__"), None)
     out = []
     for stmt in init.body if init is not None else ():
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _self_attr(stmt.value.func):
-            out.append(_self_attr(stmt.value.func))
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self_field(stmt.value.func):
+            out.append(self_field(stmt.value.func))
     return out
 
 
