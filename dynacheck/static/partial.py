@@ -32,6 +32,10 @@ class PartialEvaluator(NameEvaluation, MemberEvaluation, CallEvaluation):
     """Branch tests and the expressions under them, evaluated over one deployment's facts, with
     the memo and the facts read shared by its parts (names, attributes, calls)."""
 
+    # whether a function's returns are read with the pairs that together cover their outer guards
+    # (partial_calls._covering): only the start-up proof's own evaluator does (startup_refute.py)
+    covering = False
+
     def __init__(self, evaluator, deployment: Deployment | None) -> None:
         self.ev = evaluator
         self.dep = deployment or Deployment()

@@ -139,6 +139,7 @@ class CallEvaluation:
                 values.append((name, (as_value(self.const(summary.defaults[name], scope, depth)),)))
         scope = evolve(scope, bound=tuple(values) + scope.bound)
         parts: list[Known] = []
+        covered: set[tuple] = set()  # guards under which some return surely happens (_covering)
         for expr, guards in zip(summary.returns, summary.return_guards):
             reachable, conditions = self.guards(guards, scope)
             if not reachable:
@@ -149,6 +150,9 @@ class CallEvaluation:
             parts.append(result)
             if not guards or all(self.truth(t, scope)[0] is taken for t, taken, _ in guards):
                 break  # this return always happens when reached: later ones never do
+            if self.covering and any(all(self.truth(t, scope)[0] is taken for t, taken, _ in always)
+                                     for always in _covering(covered, tuple(guards))):
+                break  # two returns together always happen when reached (the start-up proof's reading)
         if not parts:
             return unknown()
         return merge(parts)
@@ -334,3 +338,21 @@ class CallEvaluation:
         if self.ev.index.function(member.module, qualname) is None:
             return unknown()
         return self.call_function(Value("func", member.module, qualname), [], {}, depth, receiver=member)
+
+
+def _covering(covered: set[tuple], guards: tuple) -> set[tuple]:
+    """Add a return's guards to `covered`, with what two returns cover together: `if t: return a`
+    then `return b` are guarded by (..., t True) and (..., t False), so one of them returns whenever
+    their shared outer guards hold (`Fp8Config.get_quant_method`'s `return None` after them is dead when
+    `isinstance(layer, LinearBase)` is true, sglang 0.5.9 `quantization/fp8.py:200-208`)."""
+    todo = [guards]
+    while todo:
+        current = todo.pop()
+        if current in covered:
+            continue
+        covered.add(current)
+        if current:
+            test, taken, line = current[-1]
+            if current[:-1] + ((test, not taken, line),) in covered:
+                todo.append(current[:-1])
+    return covered

@@ -111,8 +111,11 @@ def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
         return hit[0]
     saved = evaluator.reads_begin()
     try:
+        from dynacheck.static.startup_refute import no_layer_fails  # it reads this module's helpers
+
         configs = _loader_configs(evaluator)
-        found = _first_failure(evaluator, Value("inst", module, name), configs) if configs else None
+        found = None if not configs or no_layer_fails(evaluator, configs[0], module) \
+            else _first_failure(evaluator, Value("inst", module, name), configs)
     finally:
         reads = evaluator.reads_end(saved)
     evaluator.sites[memo] = (found, reads)
