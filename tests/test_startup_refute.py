@@ -184,3 +184,15 @@ def test_imports_are_read_with_relative_names_submodules_and_aliases(tmp_path):
     assert {"pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.A", "pkg.up.C", "x.y", "w"} <= imported
     assert index.aliases == {"A": {"B"}}
     assert index.headers == [("pkg.sub.mod", "K", False, frozenset({"B", "m", "C"}))]
+
+
+def test_two_returns_under_opposite_branches_of_one_test_cover_their_outer_guards():
+    from dynacheck.static.partial_calls import _covering
+
+    outer, inner = (("n", "is_linear"), True, 200), (("n", "skipped"), True, 201)
+    covered: set = set()
+    assert _covering(covered, (outer, inner)) == {(outer, inner)}
+    flipped = (inner[0], False, inner[2])
+    assert (outer,) in _covering(covered, (outer, flipped))  # `if skipped: return A` then `return B`
+    assert () not in covered  # the trailing `return None` still runs when `is_linear` is false
+    assert () in _covering(covered, ((outer[0], False, outer[2]),))

@@ -52,7 +52,14 @@ def no_layer_fails(ev, config: Value, module: str) -> bool:
     fail its constructor's `assert self.A is not None` with `config` as the loader's quant config (so
     no model class of `module` fails the start-up check). Kept in the evaluator's site memo with the
     facts it read, as model_unbuildable is."""
-    return _memo(ev, ("startup-refute", module), lambda: _proved(ev, config, module))
+    return _memo(ev, ("startup-refute", module), lambda: _proved_or_not(ev, config, module))
+
+
+def _proved_or_not(ev, config: Value, module: str) -> bool:
+    try:
+        return _proved(ev, config, module)
+    except (RecursionError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return False  # a reading that fails proves nothing: the walk down runs, as without the proof
 
 
 def _memo(ev, key: tuple, work) -> bool:
