@@ -9,18 +9,26 @@ instance's constructors gives None once the parameters they read are bound by wh
 (the loader's config, a literal None, or nothing known). So when, for every class that has such an
 assert (and every subclass of one, which runs it), some assignment of `self.A` surely runs and surely
 gives something other than None under *every* such binding, no model class can fail, and the walk is
-not needed. `FP8Config.get_quant_method` gives a method to every `LinearBase` (`quantization/fp8.py:200-203`),
+not needed. `Fp8Config.get_quant_method` gives a method to every `LinearBase` (`quantization/fp8.py:200-208`),
 so the linear layers' asserts all hold; `Mxfp4Config`'s gives None (`mxfp4.py:268-285`): no proof,
 and the walk runs as before.
 
 Reading every class of the scanned trees would be a parse of all of them, so the classes are found in
 the text first, a superset: files with an `assert self.A is not None` whose enclosing `def` may be an
 `__init__` (a line the backward scan cannot read as a block header keeps the file), then the classes
-whose bases name one of those classes, or a name imported or assigned as one (`import X as Y`, `Y = X`),
-to a fixed point. Only those files are summarized. A base named through a call (`class A(make_base())`)
-is not followed. Each class is read as an instance of exactly that class (each subclass as its own), with
-no allocation: its instance attributes and unbound parameters are unknown there, so a value that depends
-on what an allocation passes is never "surely not None" and the proof fails (the walk runs).
+whose bases name one of those classes, or a name an import gives one (`from m import X as Y`), to a fixed
+point, kept when a module that imports theirs, transitively (the text's import statements, function-local
+ones included), is the model's or the config's: the walk down names classes through imports only. Only
+those files are summarized. Not followed: a base named through a call (`class A(make_base())`) or an
+assignment (`Base = ReplicatedLinear`), and a submodule reached as an attribute of its package with no
+import of it.
+
+Each class is read as an instance of exactly that class (each subclass as its own) with no allocation,
+in an evaluator of its own per assignment read: a reading that never looked at an attribute of that
+instance gives what it gives for any instance, so `_none_everywhere`'s own steps apply; one that did
+proves something only when it surely runs and surely gives a value other than None (an instance that
+knows more narrows that value, never widens it). That evaluator reads a function's returns with the pairs
+of returns that together cover their outer guards (partial_calls._covering), which the walk does not.
 """
 
 from __future__ import annotations
