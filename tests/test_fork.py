@@ -220,3 +220,67 @@ def test_a_layer_handed_the_quant_config_reads_the_quantization_only_where_it_us
                                    (("quant_config", ()),))
     assert not _binds_nothing(("n", "quant_config"), bound)  # bound by the caller: its values are kept
     assert not _binds_nothing(("a", ("n", "quant_config"), "cls"), scope)  # an attribute may be a class
+
+
+def _gpu_quant_tree(tmp_path) -> Path:
+    """quantfx with a branch on the GPU too (`shared` calls nvidia-smi on sm100 only), so a chain has
+    entries that read the GPU alone, the quantization alone, and neither."""
+    import shutil
+
+    root = tmp_path / "gq"
+    shutil.copytree(ROOT, root)
+    model = root / "quantfx" / "model.py"
+    text = model.read_text().replace('''    def shared(self, x):
+        if get_args().tp_size > 1:''', '''    def shared(self, x):
+        if torch.cuda.get_device_capability()[0] == 10:
+            subprocess.check_output(["nvidia-smi"])
+        if get_args().tp_size > 1:''')
+    model.write_text(text)
+    return root
+
+
+def _gq_spec(root: Path, gpu: str, quantization: str) -> DeploymentSpec:
+    args = f"--quantization {quantization} --tp-size 2" if quantization else "--tp-size 2"
+    return DeploymentSpec(framework=root / "quantfx.toml", gpu=gpu, platform="cuda", server_args=args)
+
+
+GQ_CHAIN = [("sm90", ""), ("sm100", ""), ("sm90", "fp8"), ("sm100", "fp8")]
+
+
+def _gq_forked(root: Path, cache: Path):
+    targets = [resolve_target(str(root), cache_dir=cache)]
+    session = ScanSession.open(targets, cache)
+    results, evaluators, previous = [], [], None
+    for gpu, quantization in GQ_CHAIN:
+        spec = _gq_spec(root, gpu, quantization)
+        evaluators.append(session.engine(spec, fork_from=previous)[1])
+        results.append(scan_targets(targets, [QUANT_ENTRY], None, cache_dir=cache, deployment=spec, session=session))
+        previous = spec
+    return results, evaluators
+
+
+def test_what_the_gpu_alone_decided_comes_back_on_the_next_deployment_on_that_gpu(tmp_path):
+    """fp8/sm90 forks from bf16/sm100 (GPU and format differ), and gets back bf16/sm90's entries that
+    read the GPU and nothing else (ScanSession.engine); its findings are a fresh scan's."""
+    root = _gpu_quant_tree(tmp_path)
+    fresh = [_sites(scan_roots([root], [QUANT_ENTRY], cache_dir=tmp_path / "fresh", deployment=_gq_spec(root, g, q)))
+             for g, q in GQ_CHAIN]
+    assert ("shared", "subprocess.check_output", False) in fresh[1] - fresh[0]  # the GPU decides it
+    results, evaluators = _gq_forked(root, tmp_path / "cache")
+    assert [_sites(r) for r in results] == fresh
+    first, third = evaluators[0].partial._memo, evaluators[2].partial._memo
+    gpu_only = {k for k, v in first.items() if v[-1] == GPU_FACT}
+    back = {k for k in gpu_only if third.get(k) is first[k]}  # the same entry object: restored, not recomputed
+    assert back
+    assert not any(v[-1] & QUANT_FACT for k, v in first.items() if third.get(k) is v and v[-1] & GPU_FACT)
+
+
+def test_entries_that_read_the_quantization_too_are_not_given_back(tmp_path, monkeypatch):
+    """The control: given back whatever read the GPU, fp8/sm90 answers bf16/sm90's branch on the format."""
+    from dynacheck.static.memo import Memo
+
+    root = _gpu_quant_tree(tmp_path)
+    monkeypatch.setattr(Memo, "reading_only", lambda self, facts: {k: dict.get(self, k) for k in self.readers
+                                                                     if k in self})
+    results, _ = _gq_forked(root, tmp_path / "cache")
+    assert ("forward", "builtins.print", False) not in _sites(results[2])  # fp8's print, lost

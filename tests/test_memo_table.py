@@ -83,3 +83,18 @@ def test_a_memo_pickles_with_its_index():
     back = pickle.loads(pickle.dumps(memo))
     assert set(back) == {"a", "b", "c"}
     assert dict(back.kept(GPU_FACT)) == {"b": ((), 0)}
+
+
+def test_reading_only_gives_the_entries_whose_reads_are_within_the_facts_and_restore_fills_gaps():
+    for seed in range(5):
+        memo, plain = _random_writes(seed)
+        for facts in (GPU_FACT, GPU_FACT | QUANT_FACT):
+            expected = {k: v for k, v in plain.items() if isinstance(v, tuple) and v[-1] and not v[-1] & ~facts}
+            assert memo.reading_only(facts) == expected
+        child = memo.kept(GPU_FACT)
+        lost = memo.reading_only(GPU_FACT)
+        assert not set(lost) & set(child)
+        child[next(iter(lost))] = ("recomputed", GPU_FACT)  # one the fork computed again stays its own
+        child.restore(lost)
+        assert child == {**_every_entry_kept(plain, GPU_FACT), **lost, next(iter(lost)): ("recomputed", GPU_FACT)}
+        assert set(child.readers) >= set(lost)

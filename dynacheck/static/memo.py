@@ -66,6 +66,24 @@ class Memo(dict):
                 child.readers.add(key)
         return child
 
+    def reading_only(self, facts: int) -> dict:
+        """The tuple entries that read some of `facts` and nothing else (a GPU's own answers, kept for a
+        later deployment on the same GPU: ScanSession.engine)."""
+        out = {}
+        for key in self.readers:
+            entry = dict.get(self, key)
+            reads = entry_reads(entry) if entry is not None else 0
+            if reads and not reads & ~facts:
+                out[key] = entry
+        return out
+
+    def restore(self, entries: dict) -> None:
+        """Add the entries whose key this table lacks (what `reading_only` kept, on the deployment it
+        holds for)."""
+        for key, entry in entries.items():
+            if key not in self:
+                self[key] = entry
+
     def drop(self, facts: int) -> None:
         """Delete, in place, the entries that read any of `facts`."""
         for key in list(self.readers):

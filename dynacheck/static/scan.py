@@ -19,7 +19,7 @@ from dynacheck.errors import UserError
 from dynacheck.fixes.declared import use_disk_cache
 from dynacheck.static import engine_store, result_cache
 from dynacheck.deploy.build import DeploymentSpec, build_deployment, pin_quantization
-from dynacheck.deploy.facts import ARCH_FACT
+from dynacheck.deploy.facts import ARCH_FACT, GPU_FACT
 from dynacheck.deploy.piecewise_off import ENFORCE_FLAG
 from dynacheck.fixes.plan import fix_plan
 from dynacheck.model import Problem, ScanResult, ScanStats, Target
@@ -292,6 +292,9 @@ class ScanSession:
         self.locator, self.cache, self.index, self.problems = locator, cache, index, problems
         self._files: list[Path] | None = None
         self._engines: dict[str, tuple] = {}  # deployment -> (facts, evaluator, boundaries), most recent last
+        # GPU capability -> memo table -> entries that read the GPU and nothing else, from the chain's
+        # deployments walked so far on that GPU (engine)
+        self._gpu_answers: dict = {}
         self._builder: FindingBuilder | None = None
         # store the summaries whose bodies a scan filled after each scan; a census stores them once
         # per task instead (a module's summary is pickled whole each time it is stored)
@@ -319,13 +322,20 @@ class ScanSession:
         parent = self._engines.get(repr(fork_from)) if fork_from is not None else None
         dirty = parent[0].fork_difference(facts) if parent is not None else None
         if parent is not None and dirty is not None:
+            if dirty & GPU_FACT:  # what the GPU alone decided is kept for the chain's next deployment on it
+                found = self._gpu_answers.setdefault(_capability(parent[0]), {})
+                for table, entries in parent[1].reading_only(GPU_FACT).items():
+                    found.setdefault(table, {}).update(entries)
             evaluator = parent[1].fork(facts, dirty)
+            if dirty & GPU_FACT:
+                evaluator.restore(self._gpu_answers.get(_capability(facts), {}))
             pin_quantization(facts, evaluator, self.locator)
             boundaries = parent[2].fork(evaluator, dirty)
             hazards = parent[1].sites.get(TENSOR_HAZARDS)
             if hazards is not None:
                 evaluator.sites[TENSOR_HAZARDS] = hazards.fork(evaluator, boundaries.compile_time_value, dirty)
         else:
+            self._gpu_answers = {}  # a new chain: another family of deployments
             evaluator = Evaluator(self.index, facts)
             pin_quantization(facts, evaluator, self.locator)
             boundaries = Boundaries(evaluator)
@@ -487,3 +497,8 @@ def _argument_calls(walk, index) -> list[Problem]:
 
 def _display_problems(problems: list[Problem], locator: ModuleLocator) -> list[Problem]:
     return [Problem(p.kind, locator.display_path(p.file) if p.file else "", p.message) for p in problems]
+
+
+def _capability(facts) -> object:
+    """What a deployment's GPU answers (the fact GPU_FACT stands for: Deployment.fork_difference)."""
+    return facts.external_call("torch.cuda.get_device_capability")

@@ -78,6 +78,21 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
         child.sites = self.sites.kept(dirty)  # its tuple entries: objects kept there are per deployment
         return child
 
+    _TABLES = ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors", "_receivers", "_signatures")
+
+    def reading_only(self, facts: int) -> dict[str, dict]:
+        """Per memo table, the entries that read some of `facts` and nothing else (Memo.reading_only)."""
+        tables = {name: getattr(self, name) for name in self._TABLES}
+        tables["partial"], tables["sites"] = self.partial._memo, self.sites
+        return {name: table.reading_only(facts) for name, table in tables.items()}
+
+    def restore(self, kept: dict[str, dict]) -> None:
+        """Put back what `reading_only` kept on an evaluator whose deployment gives the same answers to
+        those facts (the same GPU, in one chain); an entry this one has already is left as it is."""
+        for name, entries in kept.items():
+            table = self.partial._memo if name == "partial" else getattr(self, name)
+            table.restore(entries)
+
     def forget(self, facts: int) -> None:
         """Drop, in place, what read any of `facts` (a census switching the model class between two
         forwards of one deployment: ScanSession.engine). Scopes are built from the index alone: kept."""
