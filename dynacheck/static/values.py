@@ -66,19 +66,20 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
     # in its tuple, and a hit adds them to the computation that asked: an evaluator forked for
     # another GPU keeps only the entries that read no GPU fact (fork).
 
+    # the evaluator's own memo tables (beside them: the partial evaluator's and the sites)
+    _TABLES = ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors", "_receivers", "_signatures")
+
     def fork(self, deployment, dirty: int) -> "Evaluator":
         """An evaluator for `deployment` that starts with what this one memoized without reading a
         fact in `dirty`: a census walks every forward on sm90, sm100 and sm120 alike, and most of
         what it works out (names, attributes, returns, guards, expansions) never asks the GPU."""
         child = Evaluator(self.index, deployment)
         child._scopes = dict(self._scopes)  # built from the index alone
-        for table in ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors", "_receivers", "_signatures"):
+        for table in self._TABLES:
             setattr(child, table, getattr(self, table).kept(dirty))
         child.partial._memo = self.partial._memo.kept(dirty)
         child.sites = self.sites.kept(dirty)  # its tuple entries: objects kept there are per deployment
         return child
-
-    _TABLES = ("_names", "_globals", "_returns", "_attrs", "_mro", "_constructors", "_receivers", "_signatures")
 
     def reading_only(self, facts: int) -> dict[str, dict]:
         """Per memo table, the entries that read some of `facts` and nothing else (Memo.reading_only)."""
@@ -96,8 +97,7 @@ class Evaluator(CallValues, ContainerValues, ClassModel):
     def forget(self, facts: int) -> None:
         """Drop, in place, what read any of `facts` (a census switching the model class between two
         forwards of one deployment: ScanSession.engine). Scopes are built from the index alone: kept."""
-        for table in (self._names, self._globals, self._returns, self._attrs, self._mro, self._constructors,
-                      self._receivers, self._signatures, self.partial._memo, self.sites):
+        for table in [getattr(self, name) for name in self._TABLES] + [self.partial._memo, self.sites]:
             drop_reading(table, facts)
 
     def reads_begin(self) -> int:
