@@ -104,22 +104,34 @@ def model_unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
     read a fact the deployments differ in."""
     if not evaluator.pins:
         return None
-    memo = ("startup", module, name, tuple(sorted(evaluator.pins.items())))
-    hit = evaluator.sites.get(memo)
-    if hit is not None:
-        evaluator.partial.reads |= hit[-1]
-        return hit[0]
-    saved = evaluator.reads_begin()
-    try:
-        from dynacheck.static.startup_refute import no_layer_fails  # it reads this module's helpers
+    return pinned_memo(evaluator, ("startup", module, name), lambda: _unbuildable(evaluator, module, name))
 
-        configs = _loader_configs(evaluator)
-        found = None if not configs or no_layer_fails(evaluator, configs[0], module) \
-            else _first_failure(evaluator, Value("inst", module, name), configs)
+
+def _unbuildable(evaluator, module: str, name: str) -> Unbuildable | None:
+    from dynacheck.static.startup_refute import no_layer_fails  # it reads this module's helpers
+
+    configs = _loader_configs(evaluator)
+    if not configs or no_layer_fails(evaluator, configs[0], module):
+        return None
+    return _first_failure(evaluator, Value("inst", module, name), configs)
+
+
+def pinned_memo(ev, key: tuple, work):
+    """`work()` once per key and pinned config classes for the evaluator's life, in its site memo with the
+    deployment facts it read (a hit adds them to the computation that asked; a fork drops the entry when
+    the deployments differ in one)."""
+    memo = key + (tuple(sorted(ev.pins.items())),)
+    hit = ev.sites.get(memo)
+    if hit is not None:
+        ev.partial.reads |= hit[-1]
+        return hit[0]
+    saved = ev.reads_begin()
+    try:
+        answer = work()
     finally:
-        reads = evaluator.reads_end(saved)
-    evaluator.sites[memo] = (found, reads)
-    return found
+        reads = ev.reads_end(saved)
+    ev.sites[memo] = (answer, reads)
+    return answer
 
 
 def _first_failure(ev, model: Value, configs: list[Value]) -> Unbuildable | None:

@@ -60,7 +60,7 @@ def no_layer_fails(ev, config: Value, module: str) -> bool:
     fail its constructor's `assert self.A is not None` with `config` as the loader's quant config (so
     no model class of `module` fails the start-up check). Kept in the evaluator's site memo with the
     facts it read, as model_unbuildable is."""
-    return _memo(ev, ("startup-refute", module), lambda: _proved_or_not(ev, config, module))
+    return startup.pinned_memo(ev, ("startup-refute", module), lambda: _proved_or_not(ev, config, module))
 
 
 def _proved_or_not(ev, config: Value, module: str) -> bool:
@@ -70,25 +70,10 @@ def _proved_or_not(ev, config: Value, module: str) -> bool:
         return False  # a reading that fails proves nothing: the walk down runs, as without the proof
 
 
-def _memo(ev, key: tuple, work) -> bool:
-    memo = key + (tuple(sorted(ev.pins.items())),)
-    hit = ev.sites.get(memo)
-    if hit is not None:
-        ev.partial.reads |= hit[-1]
-        return hit[0]
-    saved = ev.reads_begin()
-    try:
-        answer = work()
-    finally:
-        reads = ev.reads_end(saved)
-    ev.sites[memo] = (answer, reads)
-    return answer
-
-
 def _proved(ev, config: Value, module: str) -> bool:
     """The classes to read are those of the modules the model's module and the config's import, as the
     text says (a superset of what the start-up walk can name: it resolves names through imports only)."""
-    text = _candidates(ev.index.locator)
+    text = _text_index(ev.index.locator)
     roots = {module, config.module} | {target.partition(":")[0] for target in ev.pins.values()}
     asserting: list[Value] = []
     for name in text.asserting:
@@ -109,7 +94,8 @@ def _proved(ev, config: Value, module: str) -> bool:
                 return False  # it cannot be named as a module's class
             subclasses.append((name, qualname))
     classes = asserting + [Value("cls", name, qualname) for name, qualname in subclasses]
-    return all(_memo(ev, ("startup-holds", cls.module, cls.name), lambda cls=cls: _holds(ev, cls, config))
+    return all(startup.pinned_memo(ev, ("startup-holds", cls.module, cls.name),
+                                   lambda cls=cls: _holds(ev, cls, config))
                for cls in dict.fromkeys(classes))
 
 
@@ -191,7 +177,7 @@ class _ProofPartial(PartialEvaluator):
 
 # ----- the classes to read, found in the text ---------------------------------------------------------
 
-def _candidates(locator) -> "_TextIndex":
+def _text_index(locator) -> "_TextIndex":
     """What the text of the trees says, read once per locator (the trees do not change under a session)."""
     index = _TEXT.get(locator)
     if index is None:
