@@ -1,10 +1,10 @@
 """Where a census's time goes: each deployment of the default chain, walked as one chain in one process.
 
-For each deployment: its scans and their time; what its evaluator dropped when forked from the one
-before (memo entries that read a fact the two differ in) and how many of those the walk computed
-again with an equal answer; and how many of its scans read the GPU or the quantization fact at all
-(a scan that read neither could have been answered by the scan before it). Run on a warm summary
-cache, so parsing is not counted.
+For each deployment: its scans (forward x class walks, each timed with the check that may answer it
+from the deployment before: static/scan_reuse.py) and how many that check answered; what its evaluator
+dropped when forked from the one before (memo entries that read a fact the two differ in) and how many
+of those were computed again with an equal answer; and how many of its scans read the GPU or the
+quantization fact at all. Run on a warm summary cache, so parsing is not counted.
 
     python bench/census_phases.py [--write bench/RESULTS.md]
 """
@@ -20,7 +20,6 @@ from pathlib import Path
 from scan_bench import publish  # bench/ is this script's folder
 
 import dynacheck.census.run as run
-import dynacheck.static.scan as scan
 import dynacheck.static.values as values
 from dynacheck.census.matrix import default_deployments
 from dynacheck.deploy.facts import GPU_FACT, QUANT_FACT
@@ -55,22 +54,19 @@ def main() -> int:
                                           for t, table in _tables(self).items()})
         return child
 
-    real_scan = scan.scan_targets
+    real_cell = run._walk_cell
 
-    def timed(*a, **k):
-        evaluator = k["session"].engine(k["deployment"])[1]
-        saved = evaluator.reads_begin()
+    def timed(deployment, entry, architecture):
+        reused = run._WORKER.get("reused", 0)
         started = time.perf_counter()
-        try:
-            return real_scan(*a, **k)
-        finally:
-            seconds = time.perf_counter() - started
-            reads = evaluator.reads_end(saved)
-            row = rows.setdefault(current["name"], [0, 0.0, 0, 0])
-            row[0] += 1
-            row[1] += seconds
-            row[2] += bool(reads & GPU_FACT)
-            row[3] += bool(reads & QUANT_FACT)
+        record, reads, tests = real_cell(deployment, entry, architecture)
+        row = rows.setdefault(current["name"], [0, 0.0, 0, 0, 0])
+        row[0] += 1
+        row[1] += time.perf_counter() - started
+        row[2] += bool(reads & GPU_FACT)
+        row[3] += bool(reads & QUANT_FACT)
+        row[4] += run._WORKER.get("reused", 0) - reused
+        return record, reads, tests
 
     real_entries = run._walk_entries
 
@@ -82,7 +78,7 @@ def main() -> int:
         chain = list(deployments)
         return [(chain, [[e for e in names if d in wanted[e]] for d in chain])]
 
-    values.Evaluator.fork, scan.scan_targets, run._walk_entries, run._tasks = fork, timed, entries, one_chain
+    values.Evaluator.fork, run._walk_cell, run._walk_entries, run._tasks = fork, timed, entries, one_chain
     with tempfile.TemporaryDirectory(prefix="dynacheck-census-phases-") as cache:
         run.run_census(targets, default_deployments(), cache_dir=Path(cache), jobs=1)  # fills the cache
         rows.clear()
@@ -94,11 +90,11 @@ def main() -> int:
              "0.6.3, default matrix walked as one chain in one process, warm summary cache, offline)", "",
              f"Census: {len(census.cells)} cells, {total:.1f} s. A fork drops the memo entries that read a fact the two "
              "deployments differ in; \"equal again\" counts those the walk computed again with the same answer.", "",
-             "| deployment | scans | seconds | entries dropped at its fork | computed again | equal again "
-             "| scans reading the GPU | scans reading the quantization |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| deployment | scans | of them answered by the deployment before | seconds | entries dropped at its fork "
+             "| computed again | equal again | scans reading the GPU | scans reading the quantization |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for deployment in default_deployments():
-        scans, seconds, gpu, quant = rows.get(deployment.name, [0, 0.0, 0, 0])
+        scans, seconds, gpu, quant, reused = rows.get(deployment.name, [0, 0.0, 0, 0, 0])
         dropped = again = equal = 0
         if deployment.name in forks:
             child, gone = forks[deployment.name]
@@ -113,7 +109,7 @@ def main() -> int:
                         except Exception:  # noqa: BLE001 - an entry whose values do not compare
                             pass
         fork_cells = (f"{dropped} | {again} | {equal}" if deployment.name in forks else "(first) | | ")
-        lines.append(f"| {deployment.name} | {scans} | {seconds:.2f} | {fork_cells} | {gpu} | {quant} |")
+        lines.append(f"| {deployment.name} | {scans} | {reused} | {seconds:.2f} | {fork_cells} | {gpu} | {quant} |")
     lines.append("")
     publish(lines, args.write)
     return 0

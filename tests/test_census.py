@@ -652,6 +652,28 @@ def test_a_deployment_walked_as_a_fork_has_the_cells_of_a_fresh_walk(pinned_targ
     assert strip(on(forked, "nvfp4/sm100")) != strip(on(forked, "nvfp4/sm120"))  # the GPU decides something
 
 
+@pytest.mark.wheels
+@pytest.mark.slow
+def test_a_cell_answered_by_the_walk_before_is_the_cell_walked_alone(pinned_targets, tmp_path, monkeypatch):
+    """bf16 on sm90, sm100, sm120 as one chain: a forward whose walk the GPU does not change is answered by
+    the deployment before it (static/scan_reuse.py), and every cell equals that deployment walked alone and the
+    chain walked with no answer reused."""
+    from dynacheck.census.run import run_census
+    from dynacheck.static import scan_reuse
+
+    models = ["LlamaForCausalLM", "Qwen2ForCausalLM", "DeepseekV3ForCausalLM"]
+    chain = [d for d in default_deployments() if d.name.startswith("bf16/")]
+    reused = run_census(pinned_targets, chain, cache_dir=tmp_path, jobs=1, models=models)
+    assert reused.stats["scans_reused"] >= len(models)
+    for deployment in chain[1:]:
+        alone = run_census(pinned_targets, [deployment], cache_dir=tmp_path, jobs=1, models=models)
+        assert alone.stats["scans_reused"] == 0
+        assert [c for c in reused.cells if c["deployment"] == deployment.name] == alone.cells
+    monkeypatch.setattr(scan_reuse, "unchanged", lambda session, spec, before: False)
+    walked = run_census(pinned_targets, chain, cache_dir=tmp_path, jobs=1, models=models)
+    assert walked.stats["scans_reused"] == 0 and walked.cells == reused.cells
+
+
 def test_a_census_file_gives_back_the_deployments_it_was_walked_on():
     from dynacheck.census.matrix import deployments_from_census
 

@@ -187,22 +187,27 @@ def _walk_chain(chain: list[CensusDeployment], entries: list[list[str]],
     (_walk_entries); `modules`: where each model class is defined (its start-up check, _unbuildable)."""
     session = _WORKER["session"]
     out, walked = [], None
+    _WORKER["before"] = {}  # (forward, class) -> its scan on the deployment walked last (scan_reuse.Before)
     try:
         for deployment, walk in zip(chain, entries):
+            _WORKER["now"], _WORKER["reused"] = {}, 0
             found = _walk_entries(deployment, walk, walked, classes or {}, modules or {})
             out.append(found)
             if _WORKER.get("passes") is not None:
-                _WORKER["passes"].put((deployment.name, len(found)))
+                _WORKER["passes"].put((deployment.name, len(found), _WORKER["reused"]))
             if any(isinstance(record, dict) and "refused" not in record for _, _, record in found):
                 if walked is not None:  # the next one forks from this one
                     session.release(walked)
                 walked = deployment.spec()
+                _WORKER["before"] = _WORKER["now"]
             else:  # refused or failed: nothing walked to fork from
                 session.release(deployment.spec())
     finally:
         for deployment in chain:
             session.release(deployment.spec())
         session.cache.flush()  # the bodies this task summarized, for the next census or scan
+        _WORKER.pop("before", None)
+        _WORKER.pop("now", None)
     return out
 
 
@@ -276,22 +281,41 @@ def _walk_cell(deployment: CensusDeployment, entry: str,
     """One scan's record (or why it failed), the deployment facts its walk read, and the architecture
     tests recorded by then (partial.PartialEvaluator._architecture_test)."""
     from dynacheck.static.scan import scan_targets
+    from dynacheck.static.scan_reuse import Before, unchanged
 
     session = _WORKER["session"]
     spec = replace(deployment.spec(), architecture=architecture or None)
+    before = _WORKER.get("before", {}).get((entry, architecture))
     try:
         evaluator = session.engine(spec)[1]
         saved = evaluator.reads_begin()
         try:
-            result = scan_targets(_WORKER["targets"], [entry], None, cache_dir=_WORKER["cache_dir"],
-                                  deployment=spec, session=session)
+            if before is not None and _unchanged(unchanged, session, spec, before):
+                record = before.record  # the same walk as on the deployment before: the same record
+                _WORKER["reused"] = _WORKER.get("reused", 0) + 1  # counted for the census's stats
+            else:
+                kept: dict = {}
+                result = scan_targets(_WORKER["targets"], [entry], None, cache_dir=_WORKER["cache_dir"],
+                                      deployment=spec, session=session, keep=kept)
+                record = cell_record(result)
+                before = Before.of([entry], kept, record)
         finally:
             read = evaluator.reads_end(saved)
-        return cell_record(result), read, frozenset(evaluator.partial.architecture_tests)
+        if before is not None and "now" in _WORKER:
+            _WORKER["now"][(entry, architecture)] = before
+        return record, read, frozenset(evaluator.partial.architecture_tests)
     except UserError as exc:
         return str(exc), 0, frozenset()
     except Exception as exc:  # noqa: BLE001 - one cell's analyzer failure must not end the census
         return f"internal error: {type(exc).__name__}: {exc}", 0, frozenset()
+
+
+def _unchanged(check, session, spec, before) -> bool:
+    """scan_reuse.unchanged, where a check that fails to run means the scan runs."""
+    try:
+        return check(session, spec, before)
+    except Exception:  # noqa: BLE001 - the scan itself then says what fails
+        return False
 
 
 def _tasks(deployments: Sequence[CensusDeployment], entries: list[str],
@@ -345,12 +369,14 @@ class _Progress:
     workers report them, so a census of a minute says more than "0 of 2 parts"."""
 
     def __init__(self, progress: Progress | None, steps: int) -> None:
-        self.progress, self.steps, self.done, self.cells = progress, steps, 0, 0
+        self.progress, self.steps, self.done, self.cells, self.reused = progress, steps, 0, 0, 0
 
-    def put(self, item: tuple[str, int]) -> None:
-        name, cells = item
+    def put(self, item: tuple) -> None:
+        """`(deployment name, forward x deployment pairs, scans answered by the deployment before)`."""
+        name, cells, reused = item
         self.done += 1
         self.cells += cells
+        self.reused += reused
         if self.progress:
             self.progress(f"census: {self.done}/{self.steps} deployment passes walked ({self.cells} forward x "
                           f"deployment pairs, last {name})")
@@ -539,5 +565,6 @@ def _run_census(targets: Sequence[Target], deployments: Sequence[CensusDeploymen
             census.cells.append(base | {"entry": model.entry, "entry_how": model.how} | record)
     census.stats = {"models": classes_listed, "forwards": len(entries),
                     "scans": len(walks),
+                    "scans_reused": passes.reused,  # answered by the same walk on the deployment before
                     "jobs": jobs, "seconds": round(time.perf_counter() - started, 2)}
     return census

@@ -85,6 +85,9 @@ class Walk:
     wrapper_roots: dict = field(default_factory=dict)  # root key of a decorator's wrapper -> (module, name) of its entry
     # (root key, call, parameter): an entry called with required arguments only calls what the caller passes
     argument_calls: list = field(default_factory=list)
+    # (node, the expansion replayed for it or None), in the order the walk expanded them: what the walk is
+    # made of (static/scan_reuse.py checks a later deployment's scan of the same entry against it)
+    expanded: list = field(default_factory=list)
 
 
 class Reacher:
@@ -123,8 +126,11 @@ class Reacher:
             node = result.nodes[key]
             scope = node.scope = self.ev.walk_scope(node.func, node.bound)
             if scope is None or scope.function is None:
+                result.expanded.append((node, None))
                 continue
-            self._replay(node, self._expansion(key, scope), result, queue)
+            expansion = self._expansion(key, scope)
+            result.expanded.append((node, expansion))
+            self._replay(node, expansion, result, queue)
         return result
 
     def _wrapper_roots(self, entry: Value, bound: tuple, key: NodeKey, result: Walk, queue: deque) -> None:

@@ -79,8 +79,9 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
                  cache_dir: Path | None = None, progress: Progress | None = None,
                  observer: dict | None = None, deployment: DeploymentSpec | None = None,
                  fullgraph: bool = False, session: "ScanSession | None" = None, reuse: bool = True,
-                 entry_defaults: bool = False) -> ScanResult:
-    """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files).
+                 entry_defaults: bool = False, keep: dict | None = None) -> ScanResult:
+    """Scan resolved targets; `observer`, when given, receives internals for benchmarks (parsed files);
+    `keep`, what a later deployment's scan of the same entry is checked against (static/scan_reuse.py).
     With `entry_defaults`, each entry is called with its required arguments only (the FlashInfer API
     census): its other parameters hold their defaults, which decide its branches.
 
@@ -99,7 +100,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
     try:
         return _scan_targets(targets, entries, preset, cache_dir=cache_dir, progress=progress, observer=observer,
                              deployment=deployment, fullgraph=fullgraph, session=session, reuse=reuse, single=own,
-                             entry_defaults=entry_defaults)
+                             entry_defaults=entry_defaults, keep=keep)
     finally:
         if own:
             session.close()
@@ -110,7 +111,7 @@ def scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str 
 def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str | None, *,
                   cache_dir: Path | None, progress: Progress | None, observer: dict | None,
                   deployment: DeploymentSpec | None, fullgraph: bool, session: "ScanSession",
-                  reuse: bool, single: bool, entry_defaults: bool = False) -> ScanResult:
+                  reuse: bool, single: bool, entry_defaults: bool = False, keep: dict | None = None) -> ScanResult:
     started = time.perf_counter()
     all_entries = list(entries)
     if preset:
@@ -171,7 +172,8 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     hazards = evaluator.sites.get(TENSOR_HAZARDS)  # one per deployment: what it learns holds for every scan
     if hazards is None:
         hazards = evaluator.sites[TENSOR_HAZARDS] = TensorHazards(evaluator, breaks_at, boundaries.compile_time_value)
-    value_hits = hazards.hits(walk)
+    used: list | None = [] if keep is not None else None
+    value_hits = hazards.hits(walk, used)
     # `.tolist()` on a tensor known to hold integers is DC119 (GB0033), not the float case DC051
     ints = {(h.at, h.call.line) for h in value_hits if h.boundary == INT_TOLIST}
     walk.hits = [h for h in walk.hits if not (h.kind == "method" and h.callee == "tolist"
@@ -198,6 +200,9 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     why_fullgraph = "the --fullgraph option" if fullgraph else declared(evaluator, entry_values, all_entries)
     if why_fullgraph:
         findings = apply_fullgraph(findings, why_fullgraph)
+    if keep is not None:
+        keep.update(entry_values=entry_values, walk=walk, value_hits=value_hits, tensor_entries=used,
+                    why_fullgraph=why_fullgraph)
     stats = ScanStats(
         files_in_trees=len(session.tree_files()),
         files_parsed=cache.parsed + cache.hits,

@@ -140,9 +140,10 @@ class TensorHazards:
         drop_reading(self._nodes, facts, lambda entry: entry[3] | entry[1].reads)
         self._seed_sets.clear()
 
-    def hits(self, walk: Walk) -> list[Hit]:
+    def hits(self, walk: Walk, used: list | None = None) -> list[Hit]:
         """A function's hazards depend on its scope and which of its parameters hold tensors only, so
-        they are found once per such pair for this object's life (a census keeps one per deployment)."""
+        they are found once per such pair for this object's life (a census keeps one per deployment).
+        `used`, when given, receives each node's memo key and entry (static/scan_reuse.py)."""
         envs: dict[NodeKey, _Env] = {}
         found: list[Hit] = []
         for key, node in walk.nodes.items():  # insertion order is the walk's breadth-first order
@@ -161,6 +162,8 @@ class TensorHazards:
                 cached = self._nodes[memo] = (scope, env, found_here, self.ev.reads_end(saved))
             else:
                 self.ev.partial.reads |= cached[3] | cached[1].reads
+            if used is not None:
+                used.append((memo, cached))
             envs[key] = cached[1]
             found.extend(hit if hit.at == key else evolve(hit, at=key) for hit in cached[2])
         return found
