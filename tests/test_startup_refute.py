@@ -39,13 +39,34 @@ class SpecialModel(torch.nn.Module):
     def forward(self, x):
         return self.proj(x)
 '''
+# the same, the subclass's base named through a module-level assignment (`BaseLinear = layers.Linear`)
+ALIASED = '''import torch
+
+from startfx import layers
+
+BaseLinear = layers.Linear
+
+
+class AliasedLinear(BaseLinear):
+    pass
+
+
+class AliasedModel(torch.nn.Module):
+    def __init__(self, config, quant_config=None, prefix: str = ""):
+        super().__init__()
+        self.proj = AliasedLinear(8, quant_config=quant_config)
+
+    def forward(self, x):
+        return self.proj(x)
+'''
 PICKY = '''
 
 class PickyConfig(FullConfig):
     def get_quant_method(self, layer, prefix):
+        from startfx.aliased import AliasedLinear
         from startfx.special import SpecialLinear
 
-        if isinstance(layer, SpecialLinear):
+        if isinstance(layer, SpecialLinear) or isinstance(layer, AliasedLinear):
             return None
         return super().get_quant_method(layer, prefix)
 
@@ -101,6 +122,7 @@ def tree(tmp_path) -> Path:
     shutil.copytree(FIXTURE, root)
     package = root / "startfx"
     (package / "special.py").write_text(SPECIAL)
+    (package / "aliased.py").write_text(ALIASED)
     (package / "island.py").write_text(ISLAND)
     (package / "islander.py").write_text(ISLANDER)
     (package / "plain.py").write_text(PLAIN)
@@ -155,6 +177,26 @@ def test_a_subclass_named_through_an_import_alias_is_read_as_itself(tree, tmp_pa
     assert not startup_refute.no_layer_fails(picky, _loader_configs(picky)[0], "startfx.plain")
 
 
+def test_a_subclass_whose_base_is_named_through_an_assignment_is_read_as_itself(tree, tmp_path, monkeypatch):
+    picky = _evaluator(tree, tmp_path / "cache", "picky")
+    assert not startup_refute.no_layer_fails(picky, _loader_configs(picky)[0], "startfx.aliased")
+    found = model_unbuildable(picky, "startfx.aliased", "AliasedModel")
+    assert found is not None and found.layer == "AliasedLinear"
+    assert _fails_for_real(tree, monkeypatch, "startfx.aliased", "AliasedModel", "picky")
+    # the control: without the assignment read as an alias, the proof holds for a model that does not start
+    blind = _evaluator(tree, tmp_path / "other-cache", "picky")
+    text = startup_refute._text_index(blind.index.locator)
+    text.aliases.get("Linear", set()).discard("BaseLinear")
+    assert startup_refute.no_layer_fails(blind, _loader_configs(blind)[0], "startfx.aliased")
+
+
+def test_a_class_whose_bases_hold_a_call_may_subclass_anything():
+    index = startup_refute._TextIndex.__new__(startup_refute._TextIndex)
+    index.aliases, index.headers, index._subclasses = {}, [], {}
+    index._read("pkg.mod", b"\nclass Made(make_base()):\n    pass\nclass Plain(Other):\n    pass\n", "pkg")
+    assert index.subclasses(frozenset({"Linear"})) == [("pkg.mod", "Made", False)]
+
+
 def test_only_the_layers_a_model_module_can_import_are_read(tree, tmp_path, monkeypatch):
     full = _evaluator(tree, tmp_path / "cache", "full")
     config = _loader_configs(full)[0]
@@ -183,7 +225,7 @@ def test_imports_are_read_with_relative_names_submodules_and_aliases(tmp_path):
     imported = index._read("pkg.sub.mod", text, "pkg.sub")
     assert {"pkg.sub", "pkg.sub.sibling", "pkg.up", "pkg.up.A", "pkg.up.C", "x.y", "w"} <= imported
     assert index.aliases == {"A": {"B"}}
-    assert index.headers == [("pkg.sub.mod", "K", False, frozenset({"B", "m", "C"}))]
+    assert index.headers == [("pkg.sub.mod", "K", False, frozenset({"B", "m", "C"}), False)]
 
 
 def test_two_returns_under_opposite_branches_of_one_test_cover_their_outer_guards():

@@ -19,9 +19,10 @@ the text first, a superset: files with an `assert self.A is not None` whose encl
 whose bases name one of those classes, or a name an import gives one (`from m import X as Y`), to a fixed
 point, kept when a module that imports theirs, transitively (the text's import statements, function-local
 ones included), is the model's or the config's: the walk down names classes through imports only. Only
-those files are summarized. Not followed: a base named through a call (`class A(make_base())`) or an
-assignment (`Base = ReplicatedLinear`), and a submodule reached as an attribute of its package with no
-import of it.
+those files are summarized. A name bound by a plain assignment (`Base = layers.ReplicatedLinear`) is an
+alias like an import's; a class whose bases hold a call (`class A(make_base())`) may subclass anything, so
+it is read too (as itself: the evaluator's MRO decides what it runs, as in the walk down). Not followed: a
+submodule reached as an attribute of its package with no import of it.
 
 Each class is read as an instance of exactly that class (each subclass as its own) with no allocation,
 in an evaluator of its own per assignment read: a reading that never looked at an attribute of that
@@ -47,9 +48,10 @@ MAX_VARIABLES = 5  # constructor parameters one attribute's assignments read: 3*
 _ASSERT = re.compile(rb"assert[\s(\\]*self\.\w+[\s\\)]+is[\s\\]+not[\s\\]+None")
 # one pass over a file (prefixed with a newline: a literal first character keeps the search fast):
 # `from .m import (a, b as c)` / `from m import a` (to the end of the line) / `import a.b as c, d` /
-# `class Name(bases):` with its indent
+# `class Name(bases):` with its indent / `Name = a.b.Name` (a plain assignment: an alias)
 _STATEMENTS = re.compile(rb"\n([ \t]*)(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
-                         rb"|import[ \t]+([^\n#;]*)|class[ \t]+(\w+)[ \t]*\(([^)]*)\))")
+                         rb"|import[ \t]+([^\n#;]*)|class[ \t]+(\w+)[ \t]*\(([^)]*)\)"
+                         rb"|([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:#[^\n]*)?(?=\n))")
 _BLOCKS = ("if", "elif", "else", "for", "while", "with", "try", "except", "finally", "async", "match", "case")
 _UNBOUND = object()
 _TEXT: WeakKeyDictionary = WeakKeyDictionary()  # locator -> _TextIndex
@@ -192,7 +194,7 @@ class _TextIndex:
 
     def __init__(self, locator) -> None:
         self.asserting: list[str] = []
-        self.headers: list[tuple[str, str, bool, frozenset[str]]] = []
+        self.headers: list[tuple[str, str, bool, frozenset[str], bool]] = []  # ..., bases hold a call
         self.aliases: dict[str, set[str]] = {}
         self.imports: dict[str, set[str]] = {}
         self._closures: dict[str, frozenset] = {}  # module -> importers(module)
@@ -216,10 +218,12 @@ class _TextIndex:
         import c` names `a.b` and `a.b.c` (c may be a submodule), relative ones resolved against the
         package (reachable adds each parent package)."""
         out: set[str] = set()
-        for indent, source, names, plain, cls, bases in _STATEMENTS.findall(data):
+        for indent, source, names, plain, cls, bases, target, value in _STATEMENTS.findall(data):
             if cls:
                 self.headers.append((module, cls.decode(), bool(indent),
-                                     frozenset(n.decode() for n in re.findall(rb"\w+", bases))))
+                                     frozenset(n.decode() for n in re.findall(rb"\w+", bases)), b"(" in bases))
+            elif target:  # `Base = layers.ReplicatedLinear`: `Base` names what the last part names
+                self.aliases.setdefault(value.decode().rpartition(".")[2], set()).add(target.decode())
             elif plain:  # `import a.b as c, d`
                 out.update(item.split()[0].decode() for item in plain.split(b",") if item.split())
             elif source or names:
@@ -260,14 +264,15 @@ class _TextIndex:
 
     def subclasses(self, names: frozenset[str]) -> list[tuple[str, str, bool]]:
         """(module, class, whether it is nested) of each class whose bases name one of `names` (or a
-        name an import gives one, or such a class), to a fixed point."""
+        name an import or an assignment gives one, or such a class), to a fixed point, and of each class
+        whose bases hold a call (it may subclass any of them)."""
         if names not in self._subclasses:
             known, found = set(names), {}
             while True:
                 known |= {alias for name in list(known) for alias in self.aliases.get(name, ())}
                 grown = False
-                for module, name, nested, bases in self.headers:
-                    if bases & known and (module, name) not in found:
+                for module, name, nested, bases, called in self.headers:
+                    if (called or bases & known) and (module, name) not in found:
                         found[(module, name)] = nested
                         grown |= name not in known
                         known.add(name)
