@@ -19,8 +19,8 @@ the text first, a superset: files with an `assert self.A is not None` whose encl
 whose bases name one of those classes, or a name an import gives one (`from m import X as Y`), to a fixed
 point, kept when a module that imports theirs, transitively (the text's import statements, function-local
 ones included), is the model's or the config's: the walk down names classes through imports only. Only
-those files are summarized. A name bound by a plain assignment (`Base = layers.ReplicatedLinear`) is an
-alias like an import's; a class whose bases hold a call (`class A(make_base())`) may subclass anything, so
+those files are summarized. A name bound by a plain assignment at module level or one block in (`Base =
+layers.ReplicatedLinear`, under a `try:` too) is an alias like an import's; a class whose bases hold a call (`class A(make_base())`) may subclass anything, so
 it is read too (as itself: the evaluator's MRO decides what it runs, as in the walk down). Not followed: a
 submodule reached as an attribute of its package with no import of it.
 
@@ -48,10 +48,12 @@ MAX_VARIABLES = 5  # constructor parameters one attribute's assignments read: 3*
 _ASSERT = re.compile(rb"assert[\s(\\]*self\.\w+[\s\\)]+is[\s\\]+not[\s\\]+None")
 # one pass over a file (prefixed with a newline: a literal first character keeps the search fast):
 # `from .m import (a, b as c)` / `from m import a` (to the end of the line) / `import a.b as c, d` /
-# `class Name(bases):` with its indent / `Name = a.b.Name` (a plain assignment: an alias)
+# `class Name(bases):` with its indent
 _STATEMENTS = re.compile(rb"\n([ \t]*)(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
-                         rb"|import[ \t]+([^\n#;]*)|class[ \t]+(\w+)[ \t]*\(([^)]*)\)"
-                         rb"|([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:#[^\n]*)?(?=\n))")
+                         rb"|import[ \t]+([^\n#;]*)|class[ \t]+(\w+)[ \t]*\(([^)]*)\))")
+# `Name = a.b.Name` at module level, or one block in (`try:`/`if`): another name for a class, as an import's
+# `as` is (a pass of its own: at every line's indent it took four times the statements' time)
+_ALIAS = re.compile(rb"\n(?:    |\t)?([A-Za-z_]\w*)[ \t]*=[ \t]*([A-Za-z_][\w.]*)[ \t]*(?:#[^\n]*)?(?=\n|\Z)")
 _BLOCKS = ("if", "elif", "else", "for", "while", "with", "try", "except", "finally", "async", "match", "case")
 _UNBOUND = object()
 _TEXT: WeakKeyDictionary = WeakKeyDictionary()  # locator -> _TextIndex
@@ -218,12 +220,12 @@ class _TextIndex:
         import c` names `a.b` and `a.b.c` (c may be a submodule), relative ones resolved against the
         package (reachable adds each parent package)."""
         out: set[str] = set()
-        for indent, source, names, plain, cls, bases, target, value in _STATEMENTS.findall(data):
+        for target, value in _ALIAS.findall(data):  # `Base = layers.Linear`: `Base` names what `Linear` names
+            self.aliases.setdefault(value.decode().rpartition(".")[2], set()).add(target.decode())
+        for indent, source, names, plain, cls, bases in _STATEMENTS.findall(data):
             if cls:
                 self.headers.append((module, cls.decode(), bool(indent),
                                      frozenset(n.decode() for n in re.findall(rb"\w+", bases)), b"(" in bases))
-            elif target:  # `Base = layers.ReplicatedLinear`: `Base` names what the last part names
-                self.aliases.setdefault(value.decode().rpartition(".")[2], set()).add(target.decode())
             elif plain:  # `import a.b as c, d`
                 out.update(item.split()[0].decode() for item in plain.split(b",") if item.split())
             elif source or names:
