@@ -152,6 +152,14 @@ def _fails_for_real(root: Path, monkeypatch, module: str, name: str, quantizatio
     return False
 
 
+def _unproved_found_and_real(picky, root: Path, monkeypatch, module: str, model: str, layer: str) -> None:
+    """No proof for `module` under the picky config, the walk down names `layer`, and building it fails."""
+    assert not startup_refute.no_layer_fails(picky, _loader_configs(picky)[0], module)
+    found = model_unbuildable(picky, module, model)
+    assert found is not None and found.layer == layer
+    assert _fails_for_real(root, monkeypatch, module, model, "picky")
+
+
 def test_a_config_that_gives_every_layer_a_method_is_proved_and_one_that_gives_none_is_not(tree, tmp_path,
                                                                                               monkeypatch):
     full, moeonly = (_evaluator(tree, tmp_path / "cache", q) for q in ("full", "moeonly"))
@@ -168,10 +176,7 @@ def test_a_config_that_gives_every_layer_a_method_is_proved_and_one_that_gives_n
 
 def test_a_subclass_named_through_an_import_alias_is_read_as_itself(tree, tmp_path, monkeypatch):
     picky = _evaluator(tree, tmp_path / "cache", "picky")
-    assert not startup_refute.no_layer_fails(picky, _loader_configs(picky)[0], "startfx.special")
-    found = model_unbuildable(picky, "startfx.special", "SpecialModel")
-    assert found is not None and found.layer == "SpecialLinear"
-    assert _fails_for_real(tree, monkeypatch, "startfx.special", "SpecialModel", "picky")
+    _unproved_found_and_real(picky, tree, monkeypatch, "startfx.special", "SpecialModel", "SpecialLinear")
     # a module that cannot name SpecialLinear is proved: the picky config's own module imports
     # startfx.special only inside get_quant_method, and the proof reads the config's imports too
     assert not startup_refute.no_layer_fails(picky, _loader_configs(picky)[0], "startfx.plain")
@@ -179,10 +184,7 @@ def test_a_subclass_named_through_an_import_alias_is_read_as_itself(tree, tmp_pa
 
 def test_a_subclass_whose_base_is_named_through_an_assignment_is_read_as_itself(tree, tmp_path, monkeypatch):
     picky = _evaluator(tree, tmp_path / "cache", "picky")
-    assert not startup_refute.no_layer_fails(picky, _loader_configs(picky)[0], "startfx.aliased")
-    found = model_unbuildable(picky, "startfx.aliased", "AliasedModel")
-    assert found is not None and found.layer == "AliasedLinear"
-    assert _fails_for_real(tree, monkeypatch, "startfx.aliased", "AliasedModel", "picky")
+    _unproved_found_and_real(picky, tree, monkeypatch, "startfx.aliased", "AliasedModel", "AliasedLinear")
     # the control: without the assignment read as an alias, the proof holds for a model that does not start
     blind = _evaluator(tree, tmp_path / "other-cache", "picky")
     text = startup_refute._text_index(blind.index.locator)

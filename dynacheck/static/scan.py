@@ -161,10 +161,7 @@ def _scan_targets(targets: Sequence[Target], entries: Sequence[str], preset: str
     if progress:
         progress(f"walking from {len(entry_values)} entr{'y' if len(entry_values) == 1 else 'ies'}")
 
-    def is_hazard(kind: str, name: str) -> bool:
-        return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
-
-    walk = Reacher(evaluator, boundaries, is_hazard).walk(entry_values, defaults=entry_defaults)
+    walk = Reacher(evaluator, boundaries, hazard_test(catalog)).walk(entry_values, defaults=entry_defaults)
     def breaks_at(name: str) -> bool:
         rule = catalog.match_call(name)
         return rule is not None and rule.outcome.kind == "graph_break" and bool(rule.outcome.gb_id)
@@ -399,6 +396,13 @@ def _merged_spec(preset: str | None, given: DeploymentSpec | None) -> Deployment
     if preset and not spec.preset:
         spec = replace(spec, preset=preset)
     return spec
+
+
+def hazard_test(catalog) -> Callable[[str, str], bool]:
+    """What the walk asks of a call it reaches: (kind "call"|"method", name) -> a catalog rule matches it."""
+    def is_hazard(kind: str, name: str) -> bool:
+        return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
+    return is_hazard
 
 
 def resolve_entry(entry: str, evaluator: Evaluator, locator: ModuleLocator) -> Value:

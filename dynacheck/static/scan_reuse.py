@@ -57,18 +57,13 @@ class Before:
 def unchanged(session, spec, before: Before) -> bool:
     """Whether a scan of `before.entries` on `spec`'s deployment would walk exactly `before.walk` (and so
     give `before.record`), asked of the session's evaluator for it (see the module's docstring)."""
-    from dynacheck.static.scan import TENSOR_HAZARDS, resolve_entry  # scan.py imports this module's users
+    from dynacheck.static.scan import TENSOR_HAZARDS, hazard_test, resolve_entry  # scan.py imports its users
 
     _, evaluator, boundaries = session.engine(spec)
     entry_values = [resolve_entry(e, evaluator, session.locator) for e in before.entries]
     if entry_values != before.entry_values:
         return False
-    catalog = load_catalog()
-
-    def is_hazard(kind: str, name: str) -> bool:
-        return (catalog.match_call(name) if kind == "call" else catalog.match_method(name)) is not None
-
-    reacher = Reacher(evaluator, boundaries, is_hazard)
+    reacher = Reacher(evaluator, boundaries, hazard_test(load_catalog()))
     roots = [node.key for node in before.walk.nodes.values() if node.parent is None]
     if roots != list(dict.fromkeys(reacher._key(value, (), TRACE) for value in entry_values)):
         return False
